@@ -1,0 +1,32 @@
+# The two set-up commands of the README: `make demo` and `make test`. Both create .venv and install.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test docs lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job on the bundled samples. Findings exit 1 by design; only 2+ (unreadable input) fails.
+demo: install
+	$(VENV)/bin/msdoctor logs samples/logs/hang; test $$? -le 1
+
+test: install
+	$(PY) -m pytest -q
+
+docs: install
+	$(PY) -m msdoctor.docsgen docs/rules.md
+
+lint: install
+	$(VENV)/bin/ruff check msdoctor tests trainer bench
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

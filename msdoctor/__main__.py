@@ -1,0 +1,3 @@
+from msdoctor.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,49 @@
+"""`msdoctor explain ID`: render one rule document (the same data as docs/rules.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from msdoctor.engine.catalogue import Rule, load_catalogue
+from msdoctor.errors import UsageError
+from msdoctor.report.render import console, print_json
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("rule_id", metavar="ID", help="rule id, e.g. COMM001")
+    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+
+
+def rule_markdown(r: Rule, heading: str = "##") -> str:
+    """One rule as Markdown; used by `explain` and by the generated docs/rules.md."""
+    parts = [f"{heading} {r.id}: {r.title}", "", f"*{r.severity.value}* · area {r.area} · source {r.source} · {r.kind}", ""]
+    for title, body in (
+        ("What it detects", r.detects),
+        ("Why it happens", r.cause),
+        ("How to confirm", r.confirm),
+        ("Fix", r.fix),
+    ):
+        parts += [f"**{title}.** {body.strip()}", ""]
+    if r.seed_correction:
+        parts += [f"**Where the seed article is wrong.** {r.seed_correction.strip()}", ""]
+    parts += ["**Example.**", "", "```", r.example.strip(), "```", ""]
+    if r.signatures:
+        parts += ["**Signatures.**", ""] + [f"- `{s.pattern}`" for s in r.signatures] + [""]
+    if r.check:
+        params = ", ".join(f"{k}={v!r}" for k, v in r.params.items())
+        parts += [f"**Check.** `msdoctor.checks.{r.check}`" + (f" ({params})" if params else ""), ""]
+    parts += ["**References.**", ""] + [f"- {ref}" for ref in r.references] + [""]
+    return "\n".join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    rule = load_catalogue().get(args.rule_id)
+    if rule is None:
+        raise UsageError(f"no rule {args.rule_id!r} (see `msdoctor rules`)")
+    if args.json:
+        print_json({"command": "explain", "rule": rule.to_dict()})
+        return 0
+    from rich.markdown import Markdown
+
+    console().print(Markdown(rule_markdown(rule, heading="#")))
+    return 0

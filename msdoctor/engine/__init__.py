@@ -1,0 +1,1 @@
+"""Catalogue loading and validation, evaluation of rules over facts, the Finding model."""

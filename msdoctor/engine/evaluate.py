@@ -1,0 +1,200 @@
+"""Evaluation: check rules over a facts snapshot, signature rules over text lines."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from msdoctor.engine.catalogue import Catalogue, Rule
+from msdoctor.engine.facts import Facts, Missing
+from msdoctor.engine.model import Evidence, Finding, Hit, NotEvaluated, sort_findings
+from msdoctor.errors import CatalogueError
+
+try:  # Python ≥ 3.11 keeps the regex parser private; the old public names warn.
+    from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_constants  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+CheckFn = Callable[[Facts, Mapping[str, Any]], Iterable[Hit]]
+
+
+@dataclass
+class Evaluation:
+    findings: list[Finding] = field(default_factory=list)
+    not_evaluated: list[NotEvaluated] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)
+
+    def extend(self, other: Evaluation) -> None:
+        self.findings.extend(other.findings)
+        self.not_evaluated.extend(other.not_evaluated)
+        self.passed.extend(other.passed)
+
+
+def resolve_check(name: str) -> CheckFn:
+    """``env.cann_matches`` → ``msdoctor.checks.env.cann_matches`` (imported on demand)."""
+    module_name, _, func = name.partition(".")
+    try:
+        module = importlib.import_module(f"msdoctor.checks.{module_name}")
+    except ImportError as exc:
+        raise CatalogueError(f"check {name!r}: module msdoctor.checks.{module_name} not importable ({exc})") from None
+    fn = getattr(module, func, None)
+    if not callable(fn):
+        raise CatalogueError(f"check {name!r}: no function {func} in msdoctor.checks.{module_name}")
+    return fn  # type: ignore[no-any-return]
+
+
+def finding_from_hit(rule: Rule, hit: Hit) -> Finding:
+    return Finding(
+        rule=rule.id,
+        severity=rule.severity,
+        title=rule.title,
+        message=hit.message,
+        cause=rule.cause.strip(),
+        fix=rule.fix.strip(),
+        rank=hit.rank,
+        step=hit.step,
+        evidence=list(hit.evidence),
+        data=dict(hit.data),
+    )
+
+
+def run_checks(rules: Iterable[Rule], facts: Facts, params: Mapping[str, Mapping[str, Any]] | None = None) -> Evaluation:
+    """Evaluate check rules; a rule whose facts are missing is *not evaluated*, never passed.
+
+    ``params`` overrides a rule's thresholds by rule id (e.g. from a command-line option).
+    """
+    ev = Evaluation()
+    for rule in rules:
+        if rule.check is None:
+            continue
+        fn = resolve_check(rule.check)
+        p = dict(rule.params)
+        if params and rule.id in params:
+            p.update(params[rule.id])
+        try:
+            hits = list(fn(facts, p))
+        except Missing as miss:
+            ev.not_evaluated.append(NotEvaluated(rule.id, f"{miss.name}: {miss.reason}"))
+            continue
+        if hits:
+            ev.findings.extend(finding_from_hit(rule, h) for h in hits)
+        else:
+            ev.passed.append(rule.id)
+    ev.findings = sort_findings(ev.findings)
+    return ev
+
+
+# -- signatures -------------------------------------------------------------------------------
+
+
+def literal_anchor(pattern: str) -> str | None:
+    """The longest literal run that every match of ``pattern`` must contain (for a cheap pre-filter).
+
+    Returns None when the pattern has no mandatory literal of at least 4 characters.
+    """
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    best = ""
+    run: list[str] = []
+
+    def flush() -> None:
+        nonlocal best, run
+        s = "".join(run)
+        if len(s) > len(best):
+            best = s
+        run = []
+
+    for op, arg in parsed:
+        if op is sre_constants.LITERAL:
+            run.append(chr(arg))
+        elif op is sre_constants.SUBPATTERN and arg[-1] and len(arg[-1]) == 1 and arg[-1][0][0] is sre_constants.LITERAL:
+            run.append(chr(arg[-1][0][1]))
+        else:
+            flush()
+    flush()
+    if pattern.startswith("(?i)"):
+        return None
+    return best if len(best) >= 4 else None
+
+
+@dataclass(frozen=True)
+class SigMatch:
+    rule: Rule
+    groups: dict[str, str]
+    span: tuple[int, int]
+
+
+class SignatureSet:
+    """All signature rules compiled once; ``match(line)`` returns the rules a line fires.
+
+    A combined regex of the literal anchors rejects most lines with one C-level search, so the
+    per-rule regexes only run on lines that contain one of the anchors.
+    """
+
+    def __init__(self, rules: Iterable[Rule]) -> None:
+        self.entries: list[tuple[Rule, re.Pattern[str], str | None]] = []
+        for rule in rules:
+            for sig in rule.signatures:
+                self.entries.append((rule, sig.regex, literal_anchor(sig.pattern)))
+        anchored = [a for _, _, a in self.entries if a]
+        self._unanchored = [(r, rx) for r, rx, a in self.entries if not a]
+        self._by_anchor: dict[str, list[tuple[Rule, re.Pattern[str]]]] = {}
+        for r, rx, a in self.entries:
+            if a:
+                self._by_anchor.setdefault(a, []).append((r, rx))
+        alts = sorted(set(anchored), key=len, reverse=True)
+        self.prefilter = re.compile("|".join(re.escape(a) for a in alts)) if alts else None
+
+    def candidates(self, line: str) -> list[tuple[Rule, re.Pattern[str]]]:
+        out = list(self._unanchored)
+        if self.prefilter is not None and self.prefilter.search(line):
+            for anchor, entries in self._by_anchor.items():
+                if anchor in line:
+                    out.extend(entries)
+        return out
+
+    def match(self, line: str) -> list[SigMatch]:
+        seen: set[str] = set()
+        out: list[SigMatch] = []
+        for rule, rx in self.candidates(line):
+            if rule.id in seen:
+                continue
+            m = rx.search(line)
+            if m:
+                seen.add(rule.id)
+                groups = {k: v for k, v in m.groupdict().items() if v is not None}
+                out.append(SigMatch(rule, groups, m.span()))
+        return out
+
+
+def signature_set(catalogue: Catalogue) -> SignatureSet:
+    return SignatureSet(catalogue.select(kind="signature"))
+
+
+def scan_text(
+    sigs: SignatureSet, lines: Iterable[str], file: str | None = None, rank: int | None = None
+) -> list[Finding]:
+    """Scan lines with every signature; repeated hits of one rule become one finding with a count."""
+    by_rule: dict[tuple[str, int | None], Finding] = {}
+    for lineno, line in enumerate(lines, 1):
+        for m in sigs.match(line):
+            key = (m.rule.id, rank)
+            if key in by_rule:
+                by_rule[key].count += 1
+                continue
+            by_rule[key] = finding_from_hit(
+                m.rule,
+                Hit(
+                    message=line.strip()[:400],
+                    evidence=(Evidence(text=line.strip()[:400], file=file, line=lineno),),
+                    rank=rank,
+                    data={"groups": m.groups} if m.groups else {},
+                ),
+            )
+    return sort_findings(list(by_rule.values()))

@@ -1,0 +1,107 @@
+"""Views: findings to the terminal (rich) or to one JSON object on stdout (orjson).
+
+Views never decide: they render what the engine returned, and the exit code follows the
+findings' severities (see :func:`exit_code`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from msdoctor.engine.model import Finding, NotEvaluated, Severity
+from msdoctor.errors import ExitCode
+
+
+def exit_code(findings: Iterable[Finding]) -> ExitCode:
+    return ExitCode.FINDINGS if any(f.severity is Severity.ERROR for f in findings) else ExitCode.OK
+
+
+def utf8_ok(stream: Any = None) -> bool:
+    stream = stream or sys.stdout
+    enc = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+    return enc in ("utf8", "utf_8") and os.environ.get("MSDOCTOR_ASCII") != "1"
+
+
+def marks() -> dict[str, str]:
+    if utf8_ok():
+        return {"error": "✗", "warning": "!", "info": "i", "ok": "✓", "skip": "?"}
+    return {"error": "[x]", "warning": "[!]", "info": "[i]", "ok": "[ok]", "skip": "[?]"}
+
+
+def json_payload(
+    command: str,
+    findings: list[Finding],
+    not_evaluated: list[NotEvaluated] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "command": command,
+        "findings": [f.to_dict() for f in findings],
+        "not_evaluated": [n.to_dict() for n in (not_evaluated or [])],
+    }
+    payload.update(extra)
+    return payload
+
+
+def print_json(payload: dict[str, Any]) -> None:
+    sys.stdout.buffer.write(
+        orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+    )
+    sys.stdout.buffer.write(b"\n")
+    sys.stdout.flush()
+
+
+def console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_findings(
+    findings: list[Finding],
+    not_evaluated: list[NotEvaluated] | None = None,
+    *,
+    out: Any = None,
+    verbose: bool = False,
+    max_evidence: int = 3,
+) -> None:
+    """Print findings, most severe first: mark, rule, rank/step, message, evidence, fix."""
+    from rich.markup import escape
+
+    out = out or console()
+    m = marks()
+    if not findings:
+        out.print(f"[green]{m['ok']}[/] no findings")
+    for f in findings:
+        where = []
+        if f.rank is not None:
+            where.append(f"rank {f.rank}")
+        if f.step is not None:
+            where.append(f"step {f.step}")
+        loc = f" ({', '.join(where)})" if where else ""
+        count = f" ×{f.count}" if f.count > 1 else ""
+        sev = f.severity.value
+        out.print(f"[{STYLE[sev]}]{m[sev]} {f.rule}[/] {escape(f.title)}{loc}{count}")
+        if f.message and f.message != f.title:
+            out.print(f"    {escape(f.message)}")
+        for e in f.evidence[: (None if verbose else max_evidence)]:
+            out.print(f"    [dim]evidence:[/] {escape(str(e))}")
+        if not verbose and len(f.evidence) > max_evidence:
+            out.print(f"    [dim]… {len(f.evidence) - max_evidence} more (use -v)[/]")
+        if f.fix:
+            out.print(f"    [green]fix:[/] {escape(f.fix.splitlines()[0] if not verbose else f.fix)}")
+    if not_evaluated:
+        out.print(f"[dim]{m['skip']} {len(not_evaluated)} rule(s) not evaluated (facts missing)[/]")
+        if verbose:
+            for n in not_evaluated:
+                out.print(f"    [dim]{n.rule}: {escape(n.reason)}[/]")
+    counts = {s.value: sum(1 for f in findings if f.severity is s) for s in Severity}
+    out.print(f"[bold]{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info[/]")

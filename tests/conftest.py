@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+
+class CliResult:
+    def __init__(self, rc: int, out: str, err: str) -> None:
+        self.rc, self.out, self.err = rc, out, err
+
+    def json(self):  # noqa: ANN201
+        import orjson
+
+        return orjson.loads(self.out)
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300) -> CliResult:
+    """Run `msdoctor ARGS` as a user would: a subprocess, stdout and stderr kept apart."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "msdoctor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env=env,
+        timeout=timeout,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

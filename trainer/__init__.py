@@ -1,0 +1,1 @@
+"""The bundled MindSpore GPT trainer (installed as ``msdoctor_trainer``)."""
