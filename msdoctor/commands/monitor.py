@@ -1,0 +1,25 @@
+"""`msdoctor monitor RUN`: live terminal UI over a run directory (Textual, imported only here)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from msdoctor.errors import InputError
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", metavar="RUN", help="run directory (msdoctor train --run-dir, or one with events/)")
+    p.add_argument("--poll", type=float, default=0.5, help="seconds between reads of the event files")
+
+
+def run(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise InputError(f"{run_dir}: no such run directory")
+    if not (run_dir / "events").is_dir():
+        raise InputError(f"{run_dir}: no events/ folder (is this a msdoctor run directory?)")
+    from msdoctor.tui.app import make_app
+
+    make_app(run_dir, poll_s=args.poll).run()
+    return 0
