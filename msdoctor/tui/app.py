@@ -110,7 +110,7 @@ class MonitorApp(App[int]):
                 else:
                     ranks.add_row(*cells, key=key)
             findings = self.query_one("#findings", DataTable)
-            for i, f in enumerate(self.state.findings):
+            for f in self.state.findings:
                 key = f"f-{f.get('rule')}-{f.get('rank')}"
                 cells = (
                     str(f.get("severity", "")),
