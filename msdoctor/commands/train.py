@@ -1,0 +1,309 @@
+"""`msdoctor train`: validate the config through the rules, launch the bundled trainer under msrun, supervise it.
+
+The config is judged first (``config.*`` facts, PAR4xx rules): an error finding stops the launch.
+Then the corpus is written to MindRecord, msrun starts ``--workers`` ranks on this host with real
+CPU collectives, and :func:`msdoctor.watch.supervisor.supervise` waits on the job while the
+watchdogs' event streams are diagnosed. MindSpore is never imported in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from msdoctor.errors import ExitCode, InputError, UsageError
+
+# msrun's scheduler declares a worker dead after this many seconds without a heartbeat
+# (MS_NODE_TIMEOUT). With a hung rank the peer blocks in its ring all-reduce; the job ends when the
+# scheduler times the hung node out and msrun tears the job down.
+DEFAULT_COLLECTIVE_TIMEOUT = 30
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=2, help="ranks on this host (msrun --local_worker_num)")
+    p.add_argument("--steps", type=int, default=10, help="optimizer steps (default 10)")
+    p.add_argument("--inject", action="append", default=[], metavar="KIND[:k=v,…]",
+                   help="reproduce a fault: nan, hang, straggler, shape, desync-layernorm, seed-mismatch, "
+                        "data-stall, mem-leak, crash (repeatable)")
+    p.add_argument("--run-dir", help="where logs/, events/, ckpt/ and run.json go (default ./msdoctor-runs/<time>)")
+    p.add_argument("--config", default="tiny", help="tiny | 7b | a TOML/JSON file (default tiny)")
+    p.add_argument("--corpus", help="directory of *.txt (default: the bundled samples/corpus)")
+    p.add_argument("--profile", nargs="?", const="2-3", default="", metavar="START-STOP",
+                   help="capture steps START-STOP with mindspore.Profiler into RUN/profile (default 2-3)")
+    p.add_argument("--checksum-every", type=int, default=5, help="parameter checksums every K steps (and step 0)")
+    p.add_argument("--resume", action="store_true", help="continue RUN from its latest checkpoint")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="kill the job after S seconds")
+    p.add_argument("--collective-timeout", type=int, default=DEFAULT_COLLECTIVE_TIMEOUT, metavar="S",
+                   help="seconds without a heartbeat before msrun's scheduler declares a rank dead "
+                        f"(MS_NODE_TIMEOUT; default {DEFAULT_COLLECTIVE_TIMEOUT})")
+    p.add_argument("--on-finding", metavar="CMD", help="shell command fed each finding as JSON on stdin")
+    p.add_argument("--master-port", type=int, help="msrun --master_port (default: a free port)")
+    p.add_argument("--validate-only", action="store_true", help="judge the config, launch nothing")
+    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _validate(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """Parse config and injections (bad input: exit 2) and judge the config with the PAR4xx rules."""
+    from msdoctor_trainer.config import ConfigError, load_config
+    from msdoctor_trainer.inject import InjectError, Injections
+
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.engine.evaluate import run_checks
+    from msdoctor.facts.config import collect_config
+
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.steps < 1:
+        raise UsageError(f"--steps must be at least 1, got {args.steps}")
+    if args.checksum_every < 1:
+        raise UsageError(f"--checksum-every must be at least 1, got {args.checksum_every}")
+    try:
+        injections = Injections(args.inject)
+        injections.validate_world(args.workers)
+    except InjectError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        cfg = load_config(args.config, args.workers)
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
+    if args.profile:
+        a, _, b = args.profile.partition("-")
+        if not (a.isdigit() and (not b or b.isdigit())) or int(b or a) < int(a):
+            raise UsageError(f"--profile {args.profile!r}: expected START-STOP step numbers")
+    facts = collect_config(cfg.to_dict(), args.workers, "CPU", origin=args.config)
+    ev = run_checks(load_catalogue().select(source="config"), facts)
+    return cfg, injections, ev
+
+
+def _run_dir(args: argparse.Namespace) -> Path:
+    if args.run_dir:
+        run = Path(args.run_dir)
+    else:
+        run = Path("msdoctor-runs") / time.strftime("run-%Y%m%d-%H%M%S")
+    if run.exists() and not run.is_dir():
+        raise InputError(f"{run}: exists and is not a directory")
+    if (run / "run.json").exists() and not args.resume:
+        raise UsageError(f"{run} already holds a run; pass --resume to continue it or choose another --run-dir")
+    if args.resume and not (run / "run.json").exists():
+        raise InputError(f"{run}: no run to resume (no run.json)")
+    for sub in ("logs", "events", "ckpt", "data"):
+        (run / sub).mkdir(parents=True, exist_ok=True)
+    return run
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    os.replace(tmp, path)
+
+
+def _child_env(args: argparse.Namespace) -> dict[str, str]:
+    env = dict(os.environ)
+    # msrun starts workers as `python script.py`: this interpreter's directory must come first.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["PYTHONUNBUFFERED"] = "1"
+    env["MS_NODE_TIMEOUT"] = str(args.collective_timeout)
+    env.setdefault("GLOG_v", "2")  # MindSpore WARNING and above in the worker logs
+    return env
+
+
+def _prepare_data(run: Path, cfg: Any, corpus: str | None, env: dict[str, str]) -> Path:
+    out = run / "data" / f"corpus_T{cfg.model.seq_length}.mindrecord"
+    if out.exists():
+        return out
+    cmd = [sys.executable, "-m", "msdoctor_trainer.data", "--out", str(out), "--seq-length", str(cfg.model.seq_length)]
+    if corpus:
+        if not Path(corpus).exists():
+            raise InputError(f"{corpus}: no such corpus directory")
+        cmd += ["--corpus", corpus]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InputError(f"cannot prepare the corpus: {last}")
+    return out
+
+
+class _ChildTracker:
+    """Remembers every process msrun spawns (by pid and start time) so none outlives the job.
+
+    Workers run in their own process groups; if msrun is killed (``--timeout``) they would be
+    orphaned, so after the job we end exactly the processes recorded here that are still alive.
+    """
+
+    def __init__(self, root_pid: int) -> None:
+        self.root_pid = root_pid
+        self.seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        import psutil
+
+        while not self._stop.wait(0.5):
+            try:
+                for c in psutil.Process(self.root_pid).children(recursive=True):
+                    self.seen.setdefault(c.pid, c.create_time())
+            except psutil.Error:
+                return
+
+    def kill_leftovers(self) -> list[int]:
+        import psutil
+
+        self._stop.set()
+        self._thread.join(timeout=2)
+        killed = []
+        for pid, created in self.seen.items():
+            try:
+                p = psutil.Process(pid)
+                if p.create_time() == created and p.is_running():
+                    p.send_signal(signal.SIGKILL)
+                    killed.append(pid)
+            except psutil.Error:
+                continue
+        return killed
+
+
+def _summary(run: Path, world: int) -> dict[str, Any]:
+    from msdoctor.watch import events
+
+    ranks: dict[int, dict[str, Any]] = {}
+    for ev in events.read_all(run):
+        r = ev.get("rank")
+        if not isinstance(r, int):
+            continue
+        info = ranks.setdefault(r, {"steps": 0, "first_loss": None, "last_loss": None, "status": None})
+        if ev.get("kind") == "step":
+            info["steps"] = max(info["steps"], int(ev.get("step") or 0))
+            if info["first_loss"] is None:
+                info["first_loss"] = ev.get("loss")
+            info["last_loss"] = ev.get("loss")
+        elif ev.get("kind") == "end":
+            info["status"] = ev.get("status")
+        elif ev.get("kind") == "exception":
+            info["exception"] = f"{ev.get('type')}: {str(ev.get('message', '')).splitlines()[0][:200] if ev.get('message') else ''}"
+    return {str(r): ranks.get(r, {"steps": 0, "status": None}) for r in range(world)}
+
+
+def _findings(run: Path) -> list[Any]:
+    from msdoctor.engine.model import Finding
+
+    path = run / "findings.jsonl"
+    out = []
+    if path.exists():
+        for raw in path.read_bytes().splitlines():
+            try:
+                out.append(Finding.from_dict(orjson.loads(raw)))
+            except (orjson.JSONDecodeError, KeyError, ValueError, TypeError):
+                continue
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from msdoctor.report.render import json_payload, print_json, render_findings
+
+    cfg, injections, ev = _validate(args)
+    if ev.findings or args.validate_only:
+        if args.json:
+            print_json(json_payload("train", ev.findings, ev.not_evaluated, launched=False, config=cfg.to_dict()))
+        else:
+            render_findings(ev.findings, ev.not_evaluated)
+        if ev.findings and any(f.severity.value == "error" for f in ev.findings):
+            if not args.json:
+                print("msdoctor train: the config has errors; nothing was launched", file=sys.stderr)
+            return int(ExitCode.FINDINGS)
+        if args.validate_only:
+            return int(ExitCode.OK)
+
+    run_dir = _run_dir(args)
+    env = _child_env(args)
+    data = _prepare_data(run_dir, cfg, args.corpus, env)
+    cfg_path = run_dir / "config.json"
+    _write_json(cfg_path, cfg.to_dict())
+    port = args.master_port or free_port()
+
+    import msdoctor_trainer.train as trainer_script
+
+    script_args = ["--run-dir", str(run_dir.resolve()), "--config-json", str(cfg_path.resolve()),
+                   "--data", str(data.resolve()), "--steps", str(args.steps),
+                   "--checksum-every", str(args.checksum_every)]
+    for spec in injections.specs():
+        script_args += ["--inject", spec]
+    if args.profile:
+        script_args += ["--profile", args.profile]
+    if args.resume:
+        script_args.append("--resume")
+    cmd = [sys.executable, "-m", "mindspore.parallel.cluster.run", f"--worker_num={args.workers}",
+           f"--local_worker_num={args.workers}", f"--master_port={port}",
+           f"--log_dir={(run_dir / 'logs').resolve()}", "--join=True", trainer_script.__file__, *script_args]
+    meta: dict[str, Any] = {
+        "argv": sys.argv, "command": cmd, "workers": args.workers, "world_size": args.workers, "steps": args.steps,
+        "inject": injections.specs(), "config": cfg.to_dict(), "master_port": port, "resume": args.resume,
+        "collective_timeout_s": args.collective_timeout, "started": time.time(), "status": "running",
+    }
+    previous = run_dir / "run.json"
+    if args.resume and previous.exists():
+        try:
+            meta["previous"] = orjson.loads(previous.read_bytes())
+        except orjson.JSONDecodeError:
+            meta["previous"] = None
+    _write_json(previous, meta)
+    if not args.json:
+        print(f"msdoctor train: {args.workers} ranks, {args.steps} steps, run dir {run_dir}"
+              + (f", inject {' '.join(injections.specs())}" if injections.items else ""), file=sys.stderr)
+
+    from msdoctor.watch.supervisor import SuperviseOptions, supervise
+
+    with open(run_dir / "msrun.log", "wb") as console_log:
+        proc = subprocess.Popen(cmd, stdout=console_log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
+                                start_new_session=True)
+        tracker = _ChildTracker(proc.pid)
+        try:
+            rc = supervise(run_dir, proc, args.workers,
+                           SuperviseOptions(timeout_s=args.timeout, on_finding=args.on_finding))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            leftovers = tracker.kill_leftovers()
+    meta.update(ended=time.time(), exit_status=rc, status="ok" if rc == 0 else ("timeout" if rc == 124 else "failed"),
+                killed_leftovers=leftovers)
+    meta["duration_s"] = round(meta["ended"] - meta["started"], 3)
+    _write_json(run_dir / "run.json", meta)
+
+    ranks = _summary(run_dir, args.workers)
+    findings = _findings(run_dir)
+    if args.json:
+        print_json(json_payload("train", findings, ev.not_evaluated, run_dir=str(run_dir), exit_status=rc,
+                                status=meta["status"], ranks=ranks, duration_s=meta["duration_s"]))
+    else:
+        for r, info in ranks.items():
+            extra = f"  {info['exception']}" if info.get("exception") else ""
+            print(f"rank {r}: {info['steps']} steps, loss {_fmt(info.get('first_loss'))} → "
+                  f"{_fmt(info.get('last_loss'))}, {info.get('status') or 'no end event'}{extra}")
+        if findings:
+            render_findings(findings, [])
+        print(f"job {meta['status']} (exit {rc}) after {meta['duration_s']:.1f} s; logs: "
+              f"{shlex.quote(str(run_dir / 'logs'))}")
+    return int(ExitCode.OK) if rc == 0 else int(ExitCode.FINDINGS)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, (int, float)) else "-"
