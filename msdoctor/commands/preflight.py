@@ -1,0 +1,216 @@
+"""`msdoctor preflight`: check the environment, rank table and network before launch.
+
+Facts come from collectors (``msdoctor.facts.preflight``), verdicts from the rules ENV1xx, RT1xx,
+COMM1xx, MEM1xx, DATA1xx; the view is one line per group in the style of ``flutter doctor``.
+MindSpore is never imported (a test proves it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from msdoctor.engine.catalogue import Rule, load_catalogue
+from msdoctor.engine.evaluate import Evaluation, run_checks
+from msdoctor.engine.facts import Facts
+from msdoctor.engine.model import Finding, NotEvaluated, Severity, sort_findings
+from msdoctor.errors import InputError, UsageError
+from msdoctor.facts.preflight import COMPARE_GROUP, GROUPS, Group, Options, collect, flatten
+from msdoctor.report.render import STYLE, console, exit_code, json_payload, marks, print_json
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", default="/", help="filesystem root to read (an emulated node, e.g. samples/roots/good)")
+    p.add_argument("--env-file", help="launch environment as KEY=VALUE lines (default: this process's environment)")
+    p.add_argument("--rank-table", help="rank table JSON (default: $RANK_TABLE_FILE)")
+    p.add_argument("--master-port", type=int, help="msrun master port to probe (default: $MS_SCHED_PORT or 8118)")
+    p.add_argument("--ckpt-dir", help="checkpoint directory whose free disk to check")
+    p.add_argument("--no-npu-smi", action="store_true", help="do not run npu-smi")
+    p.add_argument("--dump-facts", metavar="F", help="write the facts snapshot to F")
+    p.add_argument("--facts", metavar="F", help="replay the rules on a facts snapshot instead of collecting")
+    p.add_argument("--compare", nargs="+", metavar="SNAPSHOT", help="compare facts snapshots of several nodes")
+    p.add_argument("-v", "--verbose", action="store_true", help="details: facts, evidence, timings")
+    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+
+
+def _rules(ids: tuple[str, ...]) -> list[Rule]:
+    cat = load_catalogue()
+    rules = [cat.get(i) for i in ids]
+    missing = [i for i, r in zip(ids, rules, strict=True) if r is None]
+    if missing:
+        raise UsageError(f"rule(s) {', '.join(missing)} missing from the catalogue")
+    return [r for r in rules if r is not None]
+
+
+def evaluate(facts: Facts, groups: tuple[Group, ...]) -> tuple[Evaluation, list[dict[str, Any]]]:
+    """Run each group's rules, timing every check; the per-group status follows the worst outcome."""
+    total = Evaluation()
+    out: list[dict[str, Any]] = []
+    collect_ms = (facts.meta or {}).get("collect_ms", {})
+    for g in groups:
+        ev = Evaluation()
+        check_ms: dict[str, float] = {}
+        for rule in _rules(g.rules):
+            t = time.perf_counter()
+            ev.extend(run_checks([rule], facts))
+            check_ms[rule.id] = round((time.perf_counter() - t) * 1000, 3)
+        sev = {f.severity for f in ev.findings}
+        crashed = f"collector.{g.key}.error" in facts
+        if Severity.ERROR in sev:
+            status = "error"
+        elif Severity.WARNING in sev or crashed:
+            status = "warning"
+        elif not ev.passed and not ev.findings:
+            status = "not_evaluated"
+        else:
+            status = "ok"
+        out.append({
+            "group": g.key, "title": g.title, "status": status, "summary": summary(g.key, facts),
+            "collect_ms": collect_ms.get(g.key), "check_ms": check_ms,
+            "findings": [f.rule for f in sort_findings(ev.findings)], "passed": ev.passed,
+            "not_evaluated": [n.to_dict() for n in ev.not_evaluated],
+        })  # fmt: skip
+        total.extend(ev)
+    total.findings = sort_findings(total.findings)
+    return total, out
+
+
+def _gib(n: Any) -> str:
+    return f"{n / 2**30:.1f} GiB" if isinstance(n, (int, float)) else "?"
+
+
+def summary(group: str, f: Facts) -> str:
+    """One short line of what was found (not a verdict: the status mark carries that)."""
+    k = f.get_known
+    if group == "host":
+        py = k("host.python.version", "?")
+        return f"Python {py}, {k('host.os', '?')}, {k('host.cpu_count', '?')} CPUs, {_gib(k('host.mem.total_bytes'))} RAM, /dev/shm {_gib(k('host.shm.total_bytes'))}"
+    if group == "packages":
+        parts = []
+        for name in ("mindspore", "mindformers", "numpy", "protobuf"):
+            v = k(f"pkg.{name}.version", "unknown") if f.is_known(f"pkg.{name}.version") or f"pkg.{name}.version" not in f else "unknown"
+            parts.append(f"{name} {v if v is not None else 'not installed'}")
+        return ", ".join(parts)
+    if group == "cann":
+        if k("cann.installed") is False:
+            return f"CANN not installed; {len(k('ascend.devices') or [])} /dev/davinci devices"
+        ver = k("cann.toolkit.version") or k("cann.compiler.version") or "version unknown"
+        return (f"CANN {ver} at {k('cann.toolkit.path', '?')}, driver {k('ascend.driver.version') or 'unknown'}, "
+                f"{len(k('ascend.devices') or [])} /dev/davinci devices")  # fmt: skip
+    if group == "env":
+        v = k("env.vars") or {}
+        hccl = sum(1 for x in v if x.startswith("HCCL_"))
+        return f"{len(v)} relevant variables ({hccl} HCCL_*) from {k('env.source', '?')}"
+    if group == "ranktable":
+        if not f.is_known("ranktable.path"):
+            return "no rank table (none given; msrun's dynamic cluster needs none)"
+        servers = k("ranktable.servers")
+        if servers is None:
+            return f"{k('ranktable.path')}: unreadable"
+        return f"{k('ranktable.path')}: version {k('ranktable.version')}, {len(servers)} server(s), {sum(len(s['devices']) for s in servers)} device(s)"
+    if group == "network":
+        mp = k("net.master_port") or {}
+        port = f"master port {mp.get('port')} " + ("free" if mp.get("bindable") else "in use" if mp.get("bindable") is False else "not probed")
+        fw = "firewall rules read" if f.is_known("net.firewall") else "firewall not evaluated (no rules file)"
+        return f"{port}; {fw}"
+    if group == "compare":
+        nodes = k("compare.nodes") or {}
+        return f"{len(nodes)} nodes: {', '.join(nodes)}"
+    return ""
+
+
+def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Facts, verbose: bool, elapsed_ms: float) -> None:
+    from rich.markup import escape
+
+    out = console()
+    m = marks()
+    sym = {"ok": m["ok"], "warning": m["warning"], "error": m["error"], "not_evaluated": m["skip"]}
+    style = {"ok": "green", "warning": STYLE["warning"], "error": STYLE["error"], "not_evaluated": "dim"}
+    by_rule: dict[str, list[Finding]] = {}
+    for f in evaluation.findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    for g in groups:
+        mark = sym[g["status"]]
+        mark = mark if mark.startswith("[") else f"[{mark}]"
+        ms = g["collect_ms"]
+        t = f" ({ms:.0f} ms)" if isinstance(ms, (int, float)) else ""
+        partial = ""
+        if g["status"] != "not_evaluated" and g["not_evaluated"]:
+            partial = f"; {len(g['not_evaluated'])} check(s) not evaluated"
+        out.print(f"[{style[g['status']]}]{escape(mark)}[/] [bold]{escape(g['title'])}[/] — {escape(g['summary'] + partial)}[dim]{t}[/]")
+        for rid in g["findings"]:
+            for f in by_rule.pop(rid, []):
+                sev = f.severity.value
+                out.print(f"    [{STYLE[sev]}]{escape(m[sev])} {f.rule}[/] {escape(f.message)}")
+                for e in f.evidence[: None if verbose else 2]:
+                    out.print(f"        [dim]evidence:[/] {escape(str(e))}")
+                if f.fix:
+                    out.print(f"        [green]fix:[/] {escape(f.fix if verbose else f.fix.splitlines()[0])}")
+        if verbose or g["status"] == "not_evaluated":
+            for n in g["not_evaluated"][: None if verbose else 1]:
+                out.print(f"    [dim]{escape(m['skip'])} {n['rule']} not evaluated: {escape(n['reason'])}[/]")
+        if verbose:
+            timing = ", ".join(f"{r} {v:.2f} ms" for r, v in g["check_ms"].items())
+            out.print(f"    [dim]checks: {escape(timing)}[/]")
+    n_err = sum(1 for f in evaluation.findings if f.severity is Severity.ERROR)
+    n_warn = sum(1 for f in evaluation.findings if f.severity is Severity.WARNING)
+    n_info = sum(1 for f in evaluation.findings if f.severity is Severity.INFO)
+    line = (f"{n_err} error(s), {n_warn} warning(s), {n_info} info; {len(evaluation.passed)} check(s) passed, "
+            f"{len(evaluation.not_evaluated)} not evaluated — {elapsed_ms / 1000:.2f} s")  # fmt: skip
+    out.print(f"[bold]{'No issues found' if not evaluation.findings else 'Doctor summary'}:[/] {escape(line)}")
+    if evaluation.not_evaluated and not verbose:
+        out.print("[dim]-v shows why each check was not evaluated and what every check took[/]")
+
+
+def load_compare(paths: list[str]) -> Facts:
+    nodes: dict[str, dict[str, Any]] = {}
+    for p in paths:
+        snap = Facts.load(p)
+        label = str(snap.meta.get("hostname") or Path(p).stem)
+        if label in nodes:
+            label = f"{label} ({Path(p).name})"
+        nodes[label] = flatten(snap)
+    facts = Facts()
+    facts.set("compare.nodes", nodes, ", ".join(paths))
+    return facts
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    warnings: list[str] = []
+    if args.compare:
+        if len(args.compare) < 2:
+            raise UsageError("--compare needs at least two snapshots")
+        facts = load_compare(args.compare)
+        groups: tuple[Group, ...] = (COMPARE_GROUP,)
+    elif args.facts:
+        facts = Facts.load(args.facts)
+        groups = GROUPS
+    else:
+        groups = GROUPS
+        opts = Options(root=Path(args.root), env_file=args.env_file, rank_table=args.rank_table,
+                       master_port=args.master_port, ckpt_dir=args.ckpt_dir, run_npu_smi=not args.no_npu_smi)  # fmt: skip
+        facts, warnings = collect(opts)
+    if args.dump_facts:
+        try:
+            Path(args.dump_facts).write_bytes(facts.dumps())
+        except OSError as exc:
+            raise InputError(f"--dump-facts {args.dump_facts}: cannot write ({exc.strerror or exc})") from None
+    for w in warnings:
+        print(f"msdoctor preflight: {w}", file=sys.stderr)
+    evaluation, group_rows = evaluate(facts, groups)
+    elapsed = (time.perf_counter() - t0) * 1000
+    if args.json:
+        print_json(json_payload(
+            "preflight", evaluation.findings, evaluation.not_evaluated, groups=group_rows,
+            passed=evaluation.passed, meta=facts.meta, elapsed_ms=round(elapsed, 2),
+        ))  # fmt: skip
+    else:
+        render_text(evaluation, group_rows, facts, args.verbose, elapsed)
+    return int(exit_code(evaluation.findings))
+
+
+__all__ = ["configure", "run", "evaluate", "summary", "NotEvaluated"]
