@@ -1,0 +1,180 @@
+"""`msdoctor analyze DIR`: every rank's profile → where the step time goes, who is slow, and why.
+
+Flow: ``msdoctor.facts.profile.collect`` (discovery, DuckDB scans, pure analyses) → facts
+``profile.*`` → the check rules of source "profile" → findings. The tables are rendered from the
+facts alone, so ``--facts F`` replays a report on another machine exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from msdoctor.engine.catalogue import load_catalogue
+from msdoctor.engine.evaluate import run_checks
+from msdoctor.engine.facts import Facts
+from msdoctor.errors import InputError
+from msdoctor.report.render import console, exit_code, json_payload, print_json, render_findings, utf8_ok
+
+RANK_KEYS = ("rank", "steps", "step_ms", "compute_ms", "comm_ms", "comm_overlapped_ms", "free_ms", "comm_ratio")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, nargs="?", help="profiler output: a folder holding *_ascend_ms rank folders")
+    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    p.add_argument("--baseline", type=Path, metavar="DIR2", help="compare against this earlier run's profile")
+    p.add_argument("--merge-trace", type=Path, metavar="OUT.json",
+                   help="write one Chrome-trace/Perfetto file with every rank as a process")  # fmt: skip
+    p.add_argument("--dump-facts", type=Path, metavar="F", help="write the facts snapshot to F")
+    p.add_argument("--facts", type=Path, metavar="F", help="replay: read facts from F instead of DIR")
+    p.add_argument("--top", type=int, default=8, help="operators to list (default 8)")
+    p.add_argument("--memory-limit", default="700MB", help="DuckDB memory limit (default 700MB)")
+    p.add_argument("-v", "--verbose", action="store_true", help="all evidence, full fixes, rules not evaluated")
+
+
+def _collect(args: argparse.Namespace) -> tuple[Facts, dict[str, Any]]:
+    from msdoctor.facts import profile as prof
+    from msdoctor.facts import profile_trace as pt
+
+    extra: dict[str, Any] = {}
+    with pt.make_tmpdir() as td:
+        data = prof.collect(args.dir, tmpdir=Path(td), memory_limit=args.memory_limit)
+        facts = data.facts
+        if args.baseline is not None:
+            with pt.make_tmpdir() as td2:
+                base = prof.collect(args.baseline, tmpdir=Path(td2), memory_limit=args.memory_limit)
+            prof.add_baseline(facts, base.facts)
+            extra["baseline"] = str(args.baseline)
+        if args.merge_trace is not None:
+            if not data.traces:
+                raise InputError(f"{args.dir}: no readable trace_view.json to merge")
+            con = pt.connect(args.memory_limit)
+            n = pt.merge_traces(con, data.traces, args.merge_trace)
+            con.close()
+            extra["merged_trace"] = {"path": str(args.merge_trace), "events": n, "ranks": len(data.traces)}
+    if not any(facts.is_known(k) for k in ("profile.ranks", "profile.top_ops", "profile.comm_ops")):
+        skipped = (facts.get_known("profile.files") or {}).get("skipped") or []
+        why = f": {skipped[0]['path']}: {skipped[0]['reason']}" if skipped else ""
+        raise InputError(f"{args.dir}: no readable profile data{why}")
+    return facts, extra
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.facts is not None:
+        facts = Facts.load(args.facts)
+        extra: dict[str, Any] = {"replayed_from": str(args.facts)}
+    elif args.dir is None:
+        raise InputError("give the profiler output folder (msdoctor analyze DIR) or --facts F")
+    else:
+        facts, extra = _collect(args)
+    if args.dump_facts is not None:
+        args.dump_facts.write_bytes(facts.dumps())
+    rules = load_catalogue().select(source="profile", kind="check")
+    ev = run_checks(rules, facts)
+    if args.json:
+        ranks = facts.get_known("profile.ranks") or []
+        print_json(json_payload(
+            "analyze", ev.findings, ev.not_evaluated,
+            root=facts.get_known("profile.root"),
+            world=facts.get_known("profile.world"),
+            ranks=[{k: r[k] for k in (*RANK_KEYS, "stage", "data_ms", "free_ratio", "source") if k in r} for r in ranks],
+            stages=facts.get_known("profile.stages"), top_ops=facts.get_known("profile.top_ops"),
+            comm_ops=facts.get_known("profile.comm_ops"), comm_groups=facts.get_known("profile.comm_groups"),
+            links=facts.get_known("profile.links"), data_gaps=facts.get_known("profile.data_gaps"),
+            files=facts.get_known("profile.files"), compare=facts.get_known("profile.compare"),
+            passed=ev.passed, **extra,
+        ))  # fmt: skip
+        return int(exit_code(ev.findings))
+    out = console()
+    render_tables(facts, out, top=args.top, extra=extra)
+    render_findings(ev.findings, ev.not_evaluated, out=out, verbose=args.verbose)
+    return int(exit_code(ev.findings))
+
+
+# -- terminal views (from facts only) --------------------------------------------------------------
+
+
+def _bar(r: dict[str, Any], scale: float, width: int = 20) -> str:
+    """One stacked bar per rank: compute █ (green), exposed comm █ (red), free ░ (dim)."""
+    full, light = ("█", "░") if utf8_ok() else ("#", ".")
+    parts = [(r["compute_ms"], "green", full), (r["comm_ms"], "red", full), (r["free_ms"], "grey50", light)]
+    cells = [round(v / scale * width) if scale else 0 for v, _, _ in parts]
+    return "".join(f"[{style}]{ch * n}[/]" for (_, style, ch), n in zip(parts, cells, strict=True))
+
+
+def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any] | None = None) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    world = facts.get_known("profile.world") or {}
+    ranks = facts.get_known("profile.ranks") or []
+    files = facts.get_known("profile.files") or {}
+    steps = sorted({r["steps"] for r in ranks})
+    head = f"[bold]msdoctor analyze[/] {escape(str(facts.get_known('profile.root', '')))}: {world.get('count', 0)} rank(s)"
+    if world.get("kinds"):
+        head += f" ({', '.join(world['kinds'])})"
+    if steps:
+        head += f", {'/'.join(map(str, steps))} step(s) each"
+    if world.get("ms_version"):
+        head += f", MindSpore {world['ms_version']}"
+    out.print(head)
+    if files.get("recovered"):
+        for r in files["recovered"]:
+            out.print(f"[yellow]recovered[/] rank {r['rank']}: truncated trace read up to its last complete event "
+                      f"({r['dropped_bytes']} bytes dropped)")  # fmt: skip
+    if ranks:
+        t = Table(title="time per step (mean, ms)  [green]compute[/] [red]comm not hidden[/] [grey50]free[/]",
+                  title_justify="left", box=None, pad_edge=False)  # fmt: skip
+        for c in ("rank", "stage", "step", "compute", "comm", "overlapped", "free", "data", "comm %"):
+            t.add_column(c, justify="right")
+        t.add_column("")
+        scale = max(r["compute_ms"] + r["comm_ms"] + r["free_ms"] for r in ranks)
+        shown = ranks if len(ranks) <= 32 else sorted(ranks, key=lambda r: -abs(r.get("z_compute", 0)))[:32]
+        for r in sorted(shown, key=lambda r: r["rank"]):
+            t.add_row(str(r["rank"]), str(r.get("stage", 0)), f"{r['step_ms']:.1f}", f"{r['compute_ms']:.1f}",
+                      f"{r['comm_ms']:.1f}", f"{r['comm_overlapped_ms']:.1f}", f"{r['free_ms']:.1f}",
+                      f"{r.get('data_ms', 0.0):.1f}", f"{100 * r['comm_ratio']:.1f}", _bar(r, scale))  # fmt: skip
+        out.print(t)
+        if len(shown) < len(ranks):
+            out.print(f"[dim]… {len(ranks) - len(shown)} more ranks (the 32 most unusual are shown; --json has all)[/]")
+    stages = facts.get_known("profile.stages") or []
+    if len(stages) > 1:
+        t = Table(title="pipeline stages", title_justify="left", box=None, pad_edge=False)
+        for c in ("stage", "ranks", "compute ms", "Send/Recv ms", "Send/Recv %"):
+            t.add_column(c, justify="right")
+        for s in stages:
+            rs = s["ranks"]
+            t.add_row(str(s["stage"]), f"{rs[0]}…{rs[-1]}" if len(rs) > 4 else ",".join(map(str, rs)),
+                      f"{s['compute_ms']:.1f}", f"{s['sendrecv_ms']:.1f}", f"{100 * s['sendrecv_share']:.1f}")  # fmt: skip
+        out.print(t)
+    ops = facts.get_known("profile.top_ops") or []
+    if ops:
+        t = Table(title="top operators (all ranks)", title_justify="left", box=None, pad_edge=False)
+        for c in ("op", "calls", "total ms", "share"):
+            t.add_column(c, justify="right" if c != "op" else "left")
+        for o in ops[:top]:
+            t.add_row(escape(o["op"]), str(o["count"]), f"{o['total_ms']:.1f}", f"{100 * o['share']:.1f} %")
+        out.print(t)
+    comm = facts.get_known("profile.comm_ops") or []
+    if comm:
+        t = Table(title="communication ops", title_justify="left", box=None, pad_edge=False)
+        for c in ("type", "count", "total ms", "p50 ms", "p99 ms", "max ms", "max at"):
+            t.add_column(c, justify="right" if c != "type" else "left")
+        for c in comm:
+            t.add_row(c["type"], str(c["count"]), f"{c['total_ms']:.1f}", f"{c['p50_ms']:.2f}", f"{c['p99_ms']:.2f}",
+                      f"{c['max_ms']:.2f}", f"rank {c['max_rank']} step {c['max_step']}")  # fmt: skip
+        out.print(t)
+    links = facts.get_known("profile.links") or []
+    if links:
+        slow = sorted(links, key=lambda x: x["bandwidth_gbps"])[:5]
+        t = Table(title=f"slowest links (of {len(links)})", title_justify="left", box=None, pad_edge=False)
+        for c in ("link", "transport", "group", "MB", "ms", "GB/s"):
+            t.add_column(c, justify="right" if c in ("MB", "ms", "GB/s") else "left")
+        for x in slow:
+            t.add_row(f"{x['src']}→{x['dst']}", x["transport"], escape(str(x["group_name"] or x["group"])),
+                      f"{x['size_mb']:.1f}", f"{x['time_ms']:.1f}", f"{x['bandwidth_gbps']:.2f}")  # fmt: skip
+        out.print(t)
+    if extra and extra.get("merged_trace"):
+        m = extra["merged_trace"]
+        out.print(f"merged trace: {escape(m['path'])} ({m['events']} events, {m['ranks']} rank(s)); open it in ui.perfetto.dev")
