@@ -3,11 +3,15 @@
 Usable from a custom loop (``wd.step(step, loss=…)``) and, through :meth:`Watchdog.callback`, as a
 MindSpore ``Callback`` for ``Model.train``. Its own failures are contained: an I/O error disables
 it with one line on stderr; the training it watches never stops or slows because of it.
+
+Cost per step: one ``os.write`` of one JSON line to a file descriptor kept open, plus one
+``/proc`` read for the RSS. Heartbeats come from a daemon thread once per ``heartbeat_s``.
 """
 
 from __future__ import annotations
 
 import faulthandler
+import math
 import os
 import signal
 import socket
@@ -15,6 +19,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +27,48 @@ from msdoctor.watch import events
 
 STACK_SIGNAL = signal.SIGUSR1
 
+# Frames under these path fragments are library code: `where_user` skips them so a rank blocked
+# inside MindSpore's Python wrappers still reports the line of the training script that called in.
+_LIBRARY_MARKERS = ("site-packages", "dist-packages", f"{os.sep}lib{os.sep}python3", f"{os.sep}msdoctor{os.sep}watch{os.sep}")
 
-def _main_thread_where() -> str | None:
-    """'file:line function' of the main thread's innermost frame (cheap: no full stack walk)."""
-    frame = sys._current_frames().get(threading.main_thread().ident or -1)
-    if frame is None:
-        return None
+
+def _where(frame: Any) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}"
 
 
-def _rss() -> int | None:
-    try:
-        import psutil
+def main_thread_position() -> tuple[str | None, str | None]:
+    """('file:line function' of the main thread's innermost frame, same for its innermost user frame)."""
+    frame = sys._current_frames().get(threading.main_thread().ident or -1)
+    if frame is None:
+        return None, None
+    inner = _where(frame)
+    f: Any = frame
+    while f is not None:
+        if not any(m in f.f_code.co_filename for m in _LIBRARY_MARKERS):
+            return inner, _where(f)
+        f = f.f_back
+    return inner, None
 
-        return int(psutil.Process().memory_info().rss)
-    except Exception:  # psutil missing or /proc unreadable: the fact is simply absent
-        return None
+
+class _Rss:
+    """Host RSS of this process; the psutil handle is made once (a Process() per step costs more)."""
+
+    def __init__(self) -> None:
+        self._proc: Any = None
+        try:
+            import psutil
+
+            self._proc = psutil.Process()
+        except Exception:  # psutil missing or /proc unreadable: the fact is simply absent
+            self._proc = None
+
+    def __call__(self) -> int | None:
+        if self._proc is None:
+            return None
+        try:
+            return int(self._proc.memory_info().rss)
+        except Exception:  # process table unreadable (containers): absent, never fatal
+            return None
 
 
 class Watchdog:
@@ -48,18 +79,30 @@ class Watchdog:
         world: int | None = None,
         heartbeat_s: float = 1.0,
         enabled: bool = True,
+        device_mem: Callable[[], int | None] | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
         self.rank = rank
         self.world = world
         self.heartbeat_s = heartbeat_s
         self.enabled = enabled
+        self.device_mem = device_mem
         self.path = events.rank_file(self.run_dir, rank)
         self.last_step: int | None = None
         self.phase_name = "init"
+        self.phase_step: int | None = None
+        self.errors = 0  # contained failures of the watchdog itself
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._stack_fh: Any = None
+        self._fd: int | None = None
+        self._rss = _Rss()
+        self._lock = threading.Lock()
+        # per-step timing kept by phase(): how long the main thread spent in each phase since the last step
+        self._phase_t = time.perf_counter()
+        self._phase_times: dict[str, float] = {}
+        self._last_step_t: float | None = None
+        self._last_progress = time.time()
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, config: dict[str, Any] | None = None) -> Watchdog:
@@ -67,19 +110,27 @@ class Watchdog:
             return self
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._stack_fh = open(events.stack_file(self.run_dir, self.rank), "a")
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._stack_fh = open(events.stack_file(self.run_dir, self.rank), "a")  # noqa: SIM115 - lives until close()
+            # SIGUSR1 from the supervisor dumps every thread; a fatal signal (segfault) dumps too.
             faulthandler.register(STACK_SIGNAL, file=self._stack_fh, all_threads=True, chain=False)
+            if not faulthandler.is_enabled():
+                faulthandler.enable(file=self._stack_fh, all_threads=True)
         except (OSError, ValueError, RuntimeError) as exc:
             self._disable(f"cannot prepare {self.path.parent}: {exc}")
             return self
+        main_ident = threading.main_thread().ident or 0
         self.emit(
             "start",
             world=self.world,
             pid=os.getpid(),
             host=socket.gethostname(),
+            main_thread=f"0x{main_ident:016x}",
+            heartbeat_s=self.heartbeat_s,
             argv=sys.argv,
-            config=config or {},
+            config=_plain(config or {}),
         )
+        self._last_step_t = time.perf_counter()
         self._thread = threading.Thread(target=self._beat, name=f"msdoctor-heartbeat-{self.rank}", daemon=True)
         self._thread.start()
         return self
@@ -88,10 +139,21 @@ class Watchdog:
         if not self.enabled:
             return
         self._stop.set()
-        self.emit("end", step=self.last_step, status=status)
+        self.emit("end", step=self.last_step, status=status, watchdog_errors=self.errors)
         if self._thread is not None:
             self._thread.join(timeout=2 * self.heartbeat_s)
         self.enabled = False
+        try:
+            faulthandler.unregister(STACK_SIGNAL)
+        except (ValueError, RuntimeError):
+            self.errors += 1
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                self.errors += 1
+            self._fd = None
+        # the stack file stays open on purpose: faulthandler.enable() may still write a fatal dump to it
 
     def __enter__(self) -> Watchdog:
         return self.start()
@@ -101,6 +163,12 @@ class Watchdog:
             self.exception(exc)
         self.close("failed" if exc is not None else "ok")
 
+    def callback(self) -> Any:
+        """This watchdog as a MindSpore ``Callback`` for ``Model.train`` (imports MindSpore)."""
+        from msdoctor.watch.callback import WatchdogCallback
+
+        return WatchdogCallback(self)
+
     # -- events ---------------------------------------------------------------------------------
     def emit(self, kind: str, **fields: Any) -> None:
         if not self.enabled:
@@ -108,61 +176,118 @@ class Watchdog:
         event = {"t": time.time(), "rank": self.rank, "kind": kind}
         event.update(fields)
         try:
-            events.append(self.path, event)
+            line = events.dumps_event(event)
+            if self._fd is not None:
+                os.write(self._fd, line)
+            else:
+                events.append(self.path, event)
         except (OSError, TypeError, ValueError) as exc:
             self._disable(f"cannot write {self.path}: {exc}")
 
     def phase(self, name: str, step: int | None = None) -> None:
         """Mark what the main thread is about to do ('data', 'forward', 'collective', 'save', …)."""
-        self.phase_name = name
-        self.emit("phase", step=step, phase=name)
+        try:
+            now = time.perf_counter()
+            with self._lock:
+                self._phase_times[self.phase_name] = self._phase_times.get(self.phase_name, 0.0) + now - self._phase_t
+                self._phase_t = now
+                self.phase_name = name
+                self.phase_step = step
+                self._last_progress = time.time()
+            self.emit("phase", step=step, phase=name)
+        except Exception as exc:  # the watchdog must never break the loop it watches
+            self._contain("phase", exc)
 
     def step(self, step: int, **metrics: Any) -> None:
-        """Record a completed step: loss, grad_norm, loss_scale, overflow, step_time, data_wait, …"""
-        self.last_step = step
-        self.phase_name = "step-done"
-        metrics.setdefault("rss", _rss())
-        self.emit("step", step=step, **{k: _plain(v) for k, v in metrics.items()})
+        """Record a completed step: loss, grad_norm, loss_scale, overflow, step_time, data_wait, …
+
+        ``step_time`` defaults to the wall time since the previous step (or start), ``data_wait`` to the
+        time spent in phase "data" since then; ``phases`` gets the seconds spent in each phase.
+        """
+        if not self.enabled:
+            return
+        try:
+            now = time.perf_counter()
+            with self._lock:
+                self._phase_times[self.phase_name] = self._phase_times.get(self.phase_name, 0.0) + now - self._phase_t
+                phases, self._phase_times = self._phase_times, {}
+                self._phase_t = now
+                self.phase_name = "step-done"
+                self.phase_step = step
+                self.last_step = step
+                self._last_progress = time.time()
+            if self._last_step_t is not None:
+                metrics.setdefault("step_time", now - self._last_step_t)
+            self._last_step_t = now
+            if "data" in phases:
+                metrics.setdefault("data_wait", phases["data"])
+            metrics.setdefault("phases", {k: round(v, 6) for k, v in phases.items() if v > 0})
+            metrics.setdefault("rss", self._rss())
+            if self.device_mem is not None and "device_mem" not in metrics:
+                metrics["device_mem"] = self.device_mem()
+            self.emit("step", step=step, **{k: _plain(v) for k, v in metrics.items()})
+        except Exception as exc:  # the watchdog must never break the loop it watches
+            self._contain("step", exc)
 
     def checksum_params(self, step: int, params: Any) -> None:
         """Per-parameter checksum (sum and sum of squares in float64) of MindSpore ``Parameter``s.
 
         Compared across ranks by the supervisor: replicas that should be identical but differ
-        (unsynchronised LayerNorm gamma/beta, a misplaced ``set_seed``) show up by name.
+        (unsynchronised LayerNorm gamma/beta, a misplaced ``set_seed``) show up by name. Accepts
+        objects with ``.name`` and ``.asnumpy()`` or a mapping name → array.
         """
         if not self.enabled:
             return
         try:
             import numpy as np
 
+            items = params.items() if hasattr(params, "items") else ((p.name, p) for p in params)
             sums: dict[str, list[float]] = {}
-            for p in params:
-                a = np.asarray(p.asnumpy(), dtype=np.float64)
-                sums[p.name] = [float(a.sum()), float(np.square(a).sum())]
+            for name, p in items:
+                raw = p.asnumpy() if hasattr(p, "asnumpy") else p
+                a = np.asarray(raw, dtype=np.float64)
+                sums[str(name)] = [_finite(float(a.sum())), _finite(float(np.square(a).sum()))]
         except Exception as exc:  # a checksum must never break training
-            self.emit("watchdog_error", where="checksum", error=repr(exc))
+            self._contain("checksum", exc)
             return
         self.emit("checksum", step=step, sums=sums)
 
     def exception(self, exc: BaseException) -> None:
-        self.emit(
-            "exception",
-            step=self.last_step,
-            type=type(exc).__name__,
-            message=str(exc),
-            traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        )
+        try:
+            self.emit(
+                "exception",
+                step=self.phase_step if self.phase_step is not None else self.last_step,  # the step in progress
+                phase=self.phase_name,
+                type=type(exc).__name__,
+                message=str(exc)[:4000],
+                traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:],
+            )
+        except Exception as err:  # formatting an exotic exception must not mask the original one
+            self._contain("exception", err)
 
     # -- internals ------------------------------------------------------------------------------
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
             try:
+                where, where_user = main_thread_position()
                 self.emit(
-                    "heartbeat", step=self.last_step, phase=self.phase_name, where=_main_thread_where(), rss=_rss()
+                    "heartbeat",
+                    step=self.last_step,
+                    phase=self.phase_name,
+                    phase_step=self.phase_step,
+                    where=where,
+                    where_user=where_user,
+                    since=self._last_progress,
+                    rss=self._rss(),
                 )
             except Exception as exc:  # never let the heartbeat thread die noisily inside training
                 self._disable(f"heartbeat failed: {exc}")
                 return
+
+    def _contain(self, where: str, exc: BaseException) -> None:
+        self.errors += 1
+        if self.errors <= 3:  # a broken metric must not flood the stream
+            self.emit("watchdog_error", where=where, error=repr(exc)[:500])
 
     def _disable(self, why: str) -> None:
         if self.enabled:
@@ -170,20 +295,48 @@ class Watchdog:
             print(f"msdoctor watchdog (rank {self.rank}) disabled: {why}", file=sys.stderr)
 
 
+def _finite(x: float) -> float | str:
+    """JSON has no NaN/Inf (orjson writes null): keep them as the strings 'NaN', 'Infinity', '-Infinity'."""
+    if math.isfinite(x):
+        return x
+    if math.isnan(x):
+        return "NaN"
+    return "Infinity" if x > 0 else "-Infinity"
+
+
 def _plain(v: Any) -> Any:
-    """Tensors / numpy scalars → Python numbers, so events stay plain JSON."""
-    if v is None or isinstance(v, (bool, int, float, str)):
+    """Tensors / numpy scalars → Python numbers (non-finite as strings), so events stay plain JSON."""
+    if v is None or isinstance(v, (bool, int, str)):
         return v
-    for attr in ("item", "asnumpy"):
+    if isinstance(v, float):
+        return _finite(v)
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    for attr in ("asnumpy", "item"):
         fn = getattr(v, attr, None)
         if callable(fn):
             try:
                 out = fn()
-                return out.item() if hasattr(out, "item") else out
-            except Exception:
+                if hasattr(out, "size") and getattr(out, "size", 1) != 1:
+                    return _plain(out.tolist())
+                out = out.item() if hasattr(out, "item") else out
+                return _plain(out) if isinstance(out, (bool, int, float)) else str(out)
+            except Exception:  # an exotic tensor type: keep its text rather than fail the step
                 return str(v)
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
     return str(v)
+
+
+def number(v: Any) -> float | None:
+    """Inverse of the encoding above: a metric value from an event as float (None if absent)."""
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)  # 'NaN', 'Infinity', '-Infinity' parse
+        except ValueError:
+            return None
+    return None

@@ -1,0 +1,44 @@
+"""`msdoctor report RUN`: the closing report of a run — findings, first anomaly per rank, root cause."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from msdoctor.report.render import console, exit_code, json_payload, print_json, render_findings
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", metavar="RUN", type=Path, help="run directory (with events/rank_<r>.jsonl)")
+    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    p.add_argument("-v", "--verbose", action="store_true", help="all evidence, full fix text")
+
+
+def build(run_dir: Path) -> tuple[list, list, dict]:  # type: ignore[type-arg]
+    from msdoctor.watch.report import diagnose_dir, ranks_summary, root_cause, timeline
+
+    sup, findings, not_evaluated, skipped = diagnose_dir(run_dir)
+    extra = {
+        "run_dir": str(run_dir),
+        "ranks": ranks_summary(sup),
+        "timeline": timeline(findings),
+        "root_cause": root_cause(findings),
+        "skipped": skipped,
+    }
+    return findings, not_evaluated, extra
+
+
+def run(args: argparse.Namespace) -> int:
+    findings, not_evaluated, extra = build(args.run_dir)
+    for s in extra["skipped"]:
+        print(f"msdoctor report: skipped: {s}", file=sys.stderr)
+    if args.json:
+        print_json(json_payload("report", findings, not_evaluated, **extra))
+    else:
+        from msdoctor.watch.report import render_extra
+
+        out = console()
+        render_findings(findings, not_evaluated, out=out, verbose=args.verbose)
+        render_extra(out, extra)
+    return int(exit_code(findings))

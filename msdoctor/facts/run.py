@@ -1,0 +1,328 @@
+"""Collector of a live or finished run: the ranks' event streams (and stack dumps) → ``run.*`` facts.
+
+It tails ``RUN/events/rank_<r>.jsonl`` by byte offset (:meth:`RunCollector.poll`), folds what it
+reads into per-rank state and hands out an immutable snapshot (:meth:`RunCollector.facts`). It never
+judges and never raises: what cannot be read becomes ``Unknown`` or a skipped-lines count.
+
+Facts (all keyed by rank as a string, because JSON object keys are strings):
+
+* ``run.world`` — world size from the start events (else the number of rank files)
+* ``run.now`` — the time the snapshot describes (wall clock live; newest event post-mortem)
+* ``run.ranks`` — {rank: pid, host, local (same host as the collector), alive, started, ended,
+  end_status, last_step, last_step_t, last_progress_t, last_seen_t, phase, phase_step, where,
+  where_user, heartbeat_s, stack_requested_t, watchdog_errors}
+* ``run.series`` — {rank: {column: [..]}} per step: step, t, loss, grad_norm, loss_scale, overflow,
+  step_time, data_wait, rss, device_mem, sync (seconds in the phases that wait for the other ranks)
+* ``run.checksums`` — {rank: {step: {param: [sum, sum of squares]}}} (the first 32 and newest 4 steps)
+* ``run.exceptions`` — {rank: [{step, t, type, message, traceback}]}
+* ``run.stacks`` — {rank: {t, frames: ["file:line func", …] of the main thread, innermost first}}
+* ``run.host_mem`` — {total, available} bytes of the collector's host
+* ``run.job`` — {running, stopped_by_supervisor} as the supervisor knows it
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from msdoctor.engine.facts import Facts
+from msdoctor.watch import events
+from msdoctor.watch.watchdog import number
+
+SOURCE = "events"
+COLUMNS = ("step", "t", "loss", "grad_norm", "loss_scale", "overflow", "step_time", "data_wait", "rss", "device_mem", "sync")
+# Phases in which a rank waits for the others (a straggler's peers spend its lateness here).
+SYNC_PHASES = ("collective", "step", "allreduce", "train_step", "forward_backward", "sync")
+MAX_POINTS = 20000  # per rank and column: bounds memory on very long runs
+KEEP_CHECKSUMS = 4  # newest checksum steps kept per rank …
+KEEP_FIRST_CHECKSUMS = 32  # … and the first ones, where a divergence starts
+_THREAD_RE = re.compile(r"^(?:Current thread|Thread) (0x[0-9a-f]+)", re.M)
+_FRAME_RE = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+
+
+@dataclass
+class RankState:
+    rank: int
+    pid: int | None = None
+    host: str | None = None
+    main_thread: str | None = None
+    heartbeat_s: float | None = None
+    started: float | None = None
+    ended: float | None = None
+    end_status: str | None = None
+    last_step: int | None = None
+    last_step_t: float | None = None
+    last_progress_t: float | None = None
+    last_seen_t: float | None = None
+    phase: str | None = None
+    phase_step: int | None = None
+    where: str | None = None
+    where_user: str | None = None
+    watchdog_errors: int = 0
+    series: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+    checksums: dict[int, dict[str, Any]] = field(default_factory=dict)
+    exceptions: list[dict[str, Any]] = field(default_factory=list)
+
+    def apply(self, ev: dict[str, Any]) -> None:
+        t = number(ev.get("t"))
+        if t is not None:
+            self.last_seen_t = max(self.last_seen_t or t, t)
+        kind = ev.get("kind")
+        step = ev.get("step") if isinstance(ev.get("step"), int) else None
+        if kind == "start":
+            self.pid = ev.get("pid") if isinstance(ev.get("pid"), int) else None
+            self.host = ev.get("host") if isinstance(ev.get("host"), str) else None
+            self.main_thread = ev.get("main_thread") if isinstance(ev.get("main_thread"), str) else None
+            self.heartbeat_s = number(ev.get("heartbeat_s"))
+            self.started, self.last_progress_t = t, t
+        elif kind == "step" and step is not None:
+            self.last_step, self.last_step_t, self.last_progress_t = step, t, t
+            self.phase, self.phase_step = "step-done", step
+            row = dict(ev, t=t)
+            phases = ev.get("phases") if isinstance(ev.get("phases"), dict) else {}
+            row["sync"] = sum(v for k, v in phases.items() if k in SYNC_PHASES and isinstance(v, (int, float)))
+            if not phases:
+                row["sync"] = None
+            for c in COLUMNS:
+                col = self.series[c]
+                v = row.get(c)
+                col.append(v if c == "step" else _metric(v))
+                if len(col) > MAX_POINTS:
+                    del col[: len(col) - MAX_POINTS]
+        elif kind == "phase":
+            self.phase = str(ev.get("phase"))
+            self.phase_step = step
+            self.last_progress_t = t
+        elif kind == "heartbeat":
+            self.phase = str(ev.get("phase")) if ev.get("phase") is not None else self.phase
+            ps = ev.get("phase_step")
+            self.phase_step = ps if isinstance(ps, int) else self.phase_step
+            self.where = ev.get("where") if isinstance(ev.get("where"), str) else self.where
+            self.where_user = ev.get("where_user") if isinstance(ev.get("where_user"), str) else self.where_user
+        elif kind == "checksum" and step is not None and isinstance(ev.get("sums"), dict):
+            self.checksums[step] = ev["sums"]
+            keep = sorted(self.checksums)
+            for s in keep[KEEP_FIRST_CHECKSUMS:-KEEP_CHECKSUMS]:
+                del self.checksums[s]
+        elif kind == "exception":
+            self.exceptions.append(
+                {
+                    "step": step,
+                    "t": t,
+                    "phase": ev.get("phase"),
+                    "type": str(ev.get("type", "")),
+                    "message": str(ev.get("message", ""))[:4000],
+                    "traceback": str(ev.get("traceback", ""))[-4000:],
+                }
+            )
+        elif kind == "watchdog_error":
+            self.watchdog_errors += 1
+        elif kind == "end":
+            self.ended = t
+            self.end_status = str(ev.get("status", ""))
+
+
+def _metric(v: Any) -> Any:
+    """Numbers stay numbers; NaN/Inf stay their strings (facts are JSON); anything else is None."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return v
+    if isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity", "nan", "inf", "-inf"):
+        return v
+    return None
+
+
+def parse_stack(text: str, thread: str | None) -> list[str]:
+    """Frames ("file:line func", innermost first) of ``thread`` in the newest faulthandler dump.
+
+    Without a known thread id, the "Current thread" block (the one the signal interrupted, the main
+    thread for a process-directed SIGUSR1) is used.
+    """
+    blocks: list[tuple[str, bool, list[str]]] = []
+    cur: list[str] | None = None
+    for line in text.splitlines():
+        m = _THREAD_RE.match(line)
+        if m:
+            cur = []
+            blocks.append((m.group(1), line.startswith("Current"), cur))
+            continue
+        fm = _FRAME_RE.match(line)
+        if fm and cur is not None:
+            cur.append(f"{fm['file']}:{fm['line']} {fm['func']}")
+    want = int(thread, 16) if thread else None
+    for ident, current, frames in reversed(blocks):
+        if (want is not None and int(ident, 16) == want) or (want is None and current):
+            return frames
+    return []
+
+
+def _host_mem() -> dict[str, int] | None:
+    try:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        return {"total": int(vm.total), "available": int(vm.available)}
+    except Exception:  # psutil missing / unreadable: the fact becomes Unknown
+        return None
+
+
+def _alive(pid: int | None, started: float | None) -> bool | None:
+    """Is the rank's process still running? None when it cannot be told (no pid, no psutil)."""
+    if pid is None:
+        return None
+    try:
+        import psutil
+
+        p = psutil.Process(pid)
+        # a recycled pid belongs to a process created after the rank started
+        if started is not None and p.create_time() > started + 1.0:
+            return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except ImportError:
+        return None
+    except Exception:  # NoSuchProcess, AccessDenied: gone or not ours to inspect
+        return False
+
+
+class RunCollector:
+    """Tails one run directory; ``poll()`` reads what was appended, ``facts()`` snapshots it."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.ranks: dict[int, RankState] = {}
+        self.tails: dict[int, events.Tail] = {}
+        self.world: int | None = None
+        self.stack_requested: dict[int, float] = {}
+        self.stopped_by_supervisor = False
+        self.last_ranks: dict[str, dict[str, Any]] = {}  # run.ranks of the newest snapshot
+        self.hostname = socket.gethostname()
+
+    def poll(self) -> int:
+        """Read new complete lines of every rank file; returns the number of events read."""
+        n = 0
+        for rank, path in events.rank_files(self.run_dir).items():
+            tail = self.tails.setdefault(rank, events.Tail(path))
+            try:
+                evs = tail.read()
+            except OSError:
+                continue  # unreadable now (permissions, vanished): retried at the next poll
+            st = self.ranks.setdefault(rank, RankState(rank))
+            for ev in evs:
+                st.apply(ev)
+                if ev.get("kind") == "start" and isinstance(ev.get("world"), int):
+                    self.world = max(self.world or 0, ev["world"])
+            n += len(evs)
+        return n
+
+    @property
+    def skipped(self) -> int:
+        return sum(t.skipped for t in self.tails.values())
+
+    def _stack(self, st: RankState) -> dict[str, Any] | None:
+        path = events.stack_file(self.run_dir, st.rank)
+        try:
+            if not path.is_file() or path.stat().st_size == 0:
+                return None
+            text = path.read_text(encoding="utf-8", errors="replace")
+            mtime = path.stat().st_mtime
+        except OSError:
+            return None
+        frames = parse_stack(text, st.main_thread)
+        return {"t": mtime, "file": str(path), "frames": frames[:30]} if frames else None
+
+    def facts(self, now: float | None = None, running: bool | None = None) -> Facts:
+        facts = Facts()
+        facts.meta = {"run_dir": str(self.run_dir), "skipped_lines": self.skipped}
+        if not self.ranks:
+            facts.unknown("run.ranks", f"no events under {events.events_dir(self.run_dir)}", SOURCE)
+            return facts
+        newest = max((s.last_seen_t or 0.0) for s in self.ranks.values())
+        facts.set("run.world", self.world or len(self.ranks), SOURCE)
+        ranks: dict[str, Any] = {}
+        stacks: dict[str, Any] = {}
+        for r, st in sorted(self.ranks.items()):
+            local = st.host == self.hostname if st.host else None
+            alive = _alive(st.pid, st.started) if local and st.ended is None else (False if st.ended else None)
+            ranks[str(r)] = {
+                "pid": st.pid,
+                "host": st.host,
+                "local": local,
+                "alive": alive,
+                "started": st.started,
+                "ended": st.ended,
+                "end_status": st.end_status,
+                "last_step": st.last_step,
+                "last_step_t": st.last_step_t,
+                "last_progress_t": st.last_progress_t,
+                "last_seen_t": st.last_seen_t,
+                "phase": st.phase,
+                "phase_step": st.phase_step,
+                "where": st.where,
+                "where_user": st.where_user,
+                "heartbeat_s": st.heartbeat_s,
+                "stack_requested_t": self.stack_requested.get(r),
+                "watchdog_errors": st.watchdog_errors,
+            }
+            stack = self._stack(st)
+            if stack is not None:
+                stacks[str(r)] = stack
+        if now is None:
+            # a rank still running makes the wall clock the present; post-mortem it is the newest event
+            now = time.time() if any(v["alive"] for v in ranks.values()) else newest
+        facts.set("run.now", float(now), SOURCE)
+        facts.set("run.ranks", ranks, SOURCE)
+        self.last_ranks = ranks
+        facts.set("run.series", {str(r): st.series for r, st in self.ranks.items()}, SOURCE)
+        facts.set(
+            "run.checksums",
+            {str(r): {str(k): v for k, v in sorted(st.checksums.items())} for r, st in self.ranks.items()},
+            SOURCE,
+        )
+        facts.set("run.exceptions", {str(r): st.exceptions for r, st in self.ranks.items()}, SOURCE)
+        facts.set("run.stacks", stacks, SOURCE)
+        mem = _host_mem()
+        if mem is None:
+            facts.unknown("run.host_mem", "psutil cannot read the host memory", "psutil")
+        else:
+            facts.set("run.host_mem", mem, "psutil")
+        facts.set("run.job", {"running": running, "stopped_by_supervisor": self.stopped_by_supervisor}, "supervisor")
+        return facts
+
+
+SUPERVISOR_FILE = "supervisor.json"
+
+
+def load_supervisor_state(col: RunCollector) -> str | None:
+    """What the live supervisor did (stack requests, stopping the job), from ``RUN/supervisor.json``.
+
+    Returns a reason when the file exists but cannot be read (the caller reports it as skipped).
+    """
+    path = col.run_dir / SUPERVISOR_FILE
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        return f"{path}: unreadable ({exc})"
+    if not isinstance(data, dict):
+        return f"{path}: not a JSON object"
+    col.stopped_by_supervisor = bool(data.get("stopped_by_supervisor"))
+    for k, v in (data.get("stack_requested") or {}).items():
+        if str(k).isdigit() and isinstance(v, (int, float)):
+            col.stack_requested[int(k)] = float(v)
+    return None
+
+
+def collect_run(run_dir: str | Path) -> tuple[Facts, RunCollector]:
+    """One post-mortem pass over a run directory."""
+    col = RunCollector(run_dir)
+    load_supervisor_state(col)
+    col.poll()
+    return col.facts(), col
