@@ -112,16 +112,24 @@ def _is_input(rule: dict[str, Any]) -> bool:
 
 
 def firewall_verdict(fw: dict[str, Any], port: int, proto: str) -> tuple[str, dict[str, Any]] | None:
-    """The first input rule (file order) that decides ``proto/port``, or a dropping default policy."""
-    for rule in fw.get("rules", []):
-        if _is_input(rule) and _covers(rule, port, proto):
-            return (rule["action"], rule) if rule["action"] in ("drop", "reject") else None
+    """Whether ``proto/port`` is dropped: each rules file is its own table (a packet must pass all
+    of them); inside one, the first input rule that covers the port decides, else the input policy.
+    """
+    files = list(dict.fromkeys([r["file"] for r in fw.get("rules", [])] + [p["file"] for p in fw.get("policies", [])]
+                               + list(fw.get("files", []))))  # fmt: skip
     ufw = fw.get("ufw") or {}
-    if ufw.get("enabled") and ufw.get("default_input_policy") in ("drop", "reject"):
-        return "policy", {"file": ufw.get("file"), "line": None, "text": f'DEFAULT_INPUT_POLICY="{ufw["default_input_policy"].upper()}"'}
-    for pol in fw.get("policies", []):
-        if (pol.get("chain") == "INPUT" or pol.get("hook") == "input") and pol["policy"] in ("drop", "reject"):
-            return "policy", pol
+    for file in files:
+        first = next((r for r in fw.get("rules", []) if r["file"] == file and _is_input(r) and _covers(r, port, proto)), None)
+        if first is not None:
+            if first["action"] in ("drop", "reject"):
+                return first["action"], first
+            continue
+        if "/ufw/" in file and ufw.get("enabled") and ufw.get("default_input_policy") in ("drop", "reject"):
+            pol = ufw["default_input_policy"].upper()
+            return "policy", {"file": ufw.get("file"), "line": None, "text": f'DEFAULT_INPUT_POLICY="{pol}" and no ufw rule allows it'}
+        for pol in fw.get("policies", []):
+            if pol["file"] == file and (pol.get("chain") == "INPUT" or pol.get("hook") == "input") and pol["policy"] in ("drop", "reject"):
+                return "policy", pol
     return None
 
 

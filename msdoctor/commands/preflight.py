@@ -126,6 +126,7 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
     from rich.markup import escape
 
     out = console()
+    out.soft_wrap = True  # one line per group even when stdout is a pipe (80 columns otherwise)
     m = marks()
     sym = {"ok": m["ok"], "warning": m["warning"], "error": m["error"], "not_evaluated": m["skip"]}
     style = {"ok": "green", "warning": STYLE["warning"], "error": STYLE["error"], "not_evaluated": "dim"}
