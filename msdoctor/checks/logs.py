@@ -1,0 +1,300 @@
+"""Cross-rank correlation of the logs of all ranks (rules COMM501–COMM505, source ``log``).
+
+Pure functions of the facts built by :mod:`msdoctor.facts.logs`. The verdict follows shared/faults.md §1K:
+when only some ranks report collective or launcher failures, the culprit is among the ranks that did not
+(it hung, died or is missing); when a rank failed with an error of its own, the first such rank is the
+root cause and every other rank's error is a consequence.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from msdoctor.engine.facts import Facts
+from msdoctor.engine.model import Evidence, Hit
+from msdoctor.facts.logformats import parse_line
+
+Rank = dict[str, Any]
+
+
+def _ev(e: Mapping[str, Any] | None) -> Evidence | None:
+    if not e:
+        return None
+    return Evidence(text=str(e.get("text", "")), file=e.get("file"), line=e.get("line"))
+
+
+def _clock(t: float | None) -> str:
+    if t is None:
+        return "time unknown"
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+
+
+def terminal(rank: Rank) -> tuple[str, dict[str, Any] | None]:
+    """How a rank's log ends after its last progress line: root / unclassified / consequence / silent."""
+    after = rank.get("after_progress") or []
+    roots = [e for e in after if e.get("role") == "root" and e.get("severity") == "error"]
+    if roots:
+        return "root", roots[0]
+    roots = [e for e in after if e.get("role") == "root" and e.get("severity") == "warning"]
+    cons = [e for e in after if e.get("role") == "consequence"]
+    if cons:
+        return "consequence", cons[0]
+    unclassified = [e for e in after if e.get("role") == "unclassified"]
+    if unclassified:  # prefer the Python exception that ended the process over a stray ERROR line
+        exc = [e for e in unclassified if "Error:" in e.get("text", "") or "Exception:" in e.get("text", "")]
+        return "unclassified", (exc or unclassified)[-1 if exc else 0]
+    if roots:
+        return "root", roots[0]
+    return "silent", None
+
+
+def clock_offsets(facts: Facts, threshold_s: float) -> tuple[dict[str, float], float]:
+    """Per-rank clock offsets when the ranks' clocks disagree (else zeros), and the observed spread.
+
+    Every rank logs `Cluster is successfully initialized` when the scheduler completes the topology, i.e.
+    within seconds of each other; a larger spread means the hosts' clocks differ.
+    """
+    per_rank: dict[str, float] = (facts.get_known("logs.clock") or {}).get("per_rank") or {}
+    if len(per_rank) < 2:
+        return {}, 0.0
+    spread = max(per_rank.values()) - min(per_rank.values())
+    if spread <= threshold_s:
+        return {}, spread
+    mid = statistics.median(per_rank.values())
+    return {r: t - mid for r, t in per_rank.items()}, spread
+
+
+def _aligned(e: Mapping[str, Any] | None, rank: str, offsets: Mapping[str, float]) -> float:
+    if not e or e.get("time") is None:
+        return float("inf")
+    return float(e["time"]) - offsets.get(rank, 0.0)
+
+
+def verdict(facts: Facts, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The root-cause verdict over all ranks (shared by the check functions below and the timeline)."""
+    ranks: dict[str, Rank] = facts.need("logs.ranks")
+    launcher = facts.get_known("logs.launcher") or {"events": []}
+    missing: list[int] = facts.get_known("logs.missing_ranks") or []
+    offsets, spread = clock_offsets(facts, float(params.get("clock_skew_s", 10.0)))
+    states = {r: terminal(v) for r, v in ranks.items()}
+    failed = {r: e for r, (k, e) in states.items() if k in ("root", "unclassified")}
+    waiting = {r: e for r, (k, e) in states.items() if k == "consequence"}
+    silent = [r for r, (k, _) in states.items() if k == "silent"]
+    named: dict[int, list[str]] = {}
+    for r, v in ranks.items():
+        for e in v.get("after_progress") or []:
+            if e.get("role") == "consequence":
+                for p in e.get("peers", []):
+                    if str(p) != r:
+                        named.setdefault(p, []).append(r)
+    sched = [e for e in launcher.get("events", []) if e.get("role") == "consequence" and e.get("peers")]
+    out: dict[str, Any] = {"states": {r: k for r, (k, _) in states.items()}, "offsets": offsets,
+                           "clock_spread_s": spread, "named": named, "scheduler": sched[:3]}  # fmt: skip
+    if failed:
+        pool = {r: e for r, e in failed.items() if states[r][0] == "root"} or failed
+        culprit = min(pool, key=lambda r: (_aligned(pool[r], r, offsets), int(r)))
+        event = pool[culprit]
+        same = sorted((r for r, e in failed.items() if r != culprit and _same_fault(e, event)), key=int)
+        out.update(kind="failed", rank=int(culprit), event=event, same=same,
+                   consequences=sorted({int(r) for r in list(waiting) + list(failed)} - {int(culprit)}))  # fmt: skip
+        return out
+    if waiting:
+        cands = [int(r) for r in silent] + list(missing)
+        if not cands and len({_step(ranks[r]) for r in ranks}) > 1:
+            cands = [int(r) for r in ranks]  # everyone reports: the one behind stopped first
+        if cands:
+            def score(r: int) -> tuple[int, int, float, int]:
+                v = ranks.get(str(r))
+                step = _step(v) if v else -1
+                last = (v.get("progress") or {}).get("time") if v else None
+                return (-len(named.get(r, [])), step, last if last is not None else float("inf"), r)
+
+            culprit_i = min(cands, key=score)
+            out.update(kind="stopped", rank=culprit_i, event=None, missing=culprit_i in missing,
+                       consequences=sorted(int(r) for r in waiting if int(r) != culprit_i))  # fmt: skip
+            return out
+        firsts = [_aligned(e, r, offsets) for r, e in waiting.items()]
+        known = [t for t in firsts if t != float("inf")]
+        out.update(kind="all", rank=None, spread_s=(max(known) - min(known)) if known else None,
+                   consequences=sorted(int(r) for r in waiting))  # fmt: skip
+        return out
+    out.update(kind="none", rank=None)
+    return out
+
+
+def _step(rank: Rank | None) -> int:
+    p = (rank or {}).get("progress") or {}
+    return int(p["step"]) if p.get("step") is not None else -1
+
+
+def _same_fault(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    if a.get("rule") and a.get("rule") == b.get("rule"):
+        return True
+    return not a.get("rule") and not b.get("rule") and a.get("text", "")[:60] == b.get("text", "")[:60]
+
+
+def _progress_words(rank: Rank | None) -> str:
+    p = (rank or {}).get("progress")
+    if not p:
+        return "it logged no progress line"
+    return f"its last progress was step {p.get('step')} (`{p.get('text', '')[:80]}`, {_clock(p.get('time'))})"
+
+
+def _scheduler_words(v: Mapping[str, Any], culprit: int | None) -> tuple[list[str], list[Evidence]]:
+    words: list[str] = []
+    evidence: list[Evidence] = []
+    for e in v.get("scheduler", [])[:2]:
+        blamed = [p for p in e.get("peers", []) if p != culprit]
+        if blamed:
+            words.append(f"the scheduler's `{_quote(e)}` names node {', '.join(map(str, blamed))}: a consequence "
+                         f"(that rank exited after its own failure, so its heartbeat stopped first)")  # fmt: skip
+            ev = _ev(e)
+            if ev:
+                evidence.append(ev)
+    return words[:1], evidence[:2]
+
+
+def _quote(e: Mapping[str, Any]) -> str:
+    """The message part of an evidence line (without the level/pid/time/source prefix), shortened."""
+    body = parse_line(str(e.get("text", ""))).message.strip()
+    return body if len(body) <= 110 else body[:109] + "…"
+
+
+def _skew_words(v: Mapping[str, Any]) -> str:
+    if not v.get("offsets"):
+        return ""
+    return (f" Clocks disagree between ranks by up to {v['clock_spread_s']:.0f} s; times were aligned on the "
+            f"moment every rank joined the cluster before ordering.")  # fmt: skip
+
+
+def rank_stopped(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """COMM501: a rank stopped making progress (hung, died silently, or has no log) and others waited for it."""
+    v = verdict(facts, params)
+    if v["kind"] != "stopped":
+        return
+    ranks: dict[str, Rank] = facts.need("logs.ranks")
+    culprit: int = v["rank"]
+    cr = ranks.get(str(culprit))
+    chain: list[str] = []
+    evidence: list[Evidence] = []
+    waiters = v["named"].get(culprit, [])
+    for w in sorted(set(waiters), key=int)[:3]:
+        e = next((x for x in ranks[w].get("after_progress", []) if culprit in x.get("peers", [])), None)
+        if e:
+            chain.append(f"rank {w} waited for data from rank {culprit} (`{_quote(e)}`, {_clock(e.get('time'))})")
+            ev = _ev(e)
+            if ev:
+                evidence.append(ev)
+    if len(set(waiters)) > 3:
+        chain.append(f"… and {len(set(waiters)) - 3} more rank(s) waited for rank {culprit}")
+    if v.get("missing"):
+        chain.append(f"rank {culprit} has no log at all")
+    else:
+        chain.append(f"rank {culprit} logged no error; {_progress_words(cr)}")
+        ev = _ev((cr or {}).get("progress"))
+        if ev:
+            evidence.append(ev)
+        peers_steps = sorted({_step(ranks[r]) for r in ranks if r != str(culprit)})
+        if peers_steps and cr and cr.get("progress"):
+            chain.append(f"the other ranks reached step {peers_steps[-1]}" +
+                         (" too, then blocked in the next collective" if peers_steps[-1] == _step(cr) else ""))  # fmt: skip
+    words, sev = _scheduler_words(v, culprit)
+    chain.extend(words)
+    evidence.extend(sev)
+    chain.append(f"→ rank {culprit} is the likely culprit")
+    msg = (f"rank {culprit} stopped making progress without an error; "
+           f"{len(v['consequences'])} rank(s) failed waiting for it ({_list(v['consequences'])}).{_skew_words(v)}")  # fmt: skip
+    yield Hit(message=msg, evidence=tuple(evidence), rank=culprit,
+              step=_step(cr) if cr and cr.get("progress") else None,
+              data={"root_cause": {"rank": culprit, "signature": None, "consequences": v["consequences"],
+                                   "chain": chain, "missing": bool(v.get("missing"))}})  # fmt: skip
+
+
+def rank_failed_first(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """COMM502: a rank failed with an error of its own before the others; theirs are consequences."""
+    v = verdict(facts, params)
+    if v["kind"] != "failed":
+        return
+    ranks: dict[str, Rank] = facts.need("logs.ranks")
+    culprit: int = v["rank"]
+    e = v["event"]
+    label = e.get("rule") or "an unclassified error"
+    chain = [f"rank {culprit} failed first with {label}: `{_quote(e)}` ({_clock(e.get('time'))}, "
+             f"{e.get('file')}:{e.get('line')}); {_progress_words(ranks.get(str(culprit)))}"]  # fmt: skip
+    evidence = [x for x in (_ev(e),) if x]
+    if v["same"]:
+        chain.append(f"rank(s) {_list([int(r) for r in v['same']])} failed with the same error later: the fault is in "
+                     f"code or data every rank shares, not in one rank")  # fmt: skip
+        other = ranks[v["same"][0]]
+        ev = _ev(terminal(other)[1])
+        if ev:
+            evidence.append(ev)
+    others = [c for c in v["consequences"] if str(c) not in v["same"]]
+    if others:
+        chain.append(f"rank(s) {_list(others)} only report consequences (collective or launcher failures)")
+    words, sev = _scheduler_words(v, culprit)
+    chain.extend(words)
+    evidence.extend(sev)
+    msg = f"rank {culprit} failed first ({label}); {len(v['consequences'])} other rank(s) failed after it.{_skew_words(v)}"
+    yield Hit(message=msg, evidence=tuple(evidence), rank=culprit, step=None,
+              data={"root_cause": {"rank": culprit, "signature": e.get("rule"), "consequences": v["consequences"],
+                                   "same_error": [int(r) for r in v["same"]], "chain": chain}})  # fmt: skip
+
+
+def ranks_missing(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """COMM503: the world size says N ranks, but some ranks left no log at all."""
+    missing: list[int] = facts.need("logs.missing_ranks")
+    world: int = facts.need("logs.world_size")
+    if not missing:
+        return
+    yield Hit(message=f"{len(missing)} of {world} rank(s) have no log: {_list(missing)}",
+              evidence=(Evidence(text=f"world size {world}; logs found for {world - len(missing)} rank(s)",
+                                 fact="logs.missing_ranks"),),
+              data={"missing": missing[:1000]})  # fmt: skip
+
+
+def all_ranks_timed_out(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """COMM504: every rank reports collective failures and none is behind: the network or a slow peer (§1K)."""
+    v = verdict(facts, params)
+    if v["kind"] != "all":
+        return
+    ranks: dict[str, Rank] = facts.need("logs.ranks")
+    timeout = float(params.get("collective_timeout_s", 30.0))
+    spread = v.get("spread_s")
+    evidence = []
+    for r in sorted(ranks, key=int)[:3]:
+        ev = _ev(terminal(ranks[r])[1])
+        if ev:
+            evidence.append(ev)
+    if spread is not None and spread > timeout:
+        msg = (f"all {len(v['consequences'])} ranks report collective failures, spread over {spread:.0f} s (> the "
+               f"{timeout:.0f} s timeout): one rank was slow to arrive — look for a rank doing extra work (save, eval, data)")  # fmt: skip
+    else:
+        when = f" within {spread:.1f} s of each other" if spread is not None else ""
+        msg = (f"all {len(v['consequences'])} ranks report collective failures{when} and all reached the same step: "
+               f"no single rank stopped first — suspect the network/links (`error cqe`, link flaps) or the launcher")  # fmt: skip
+    yield Hit(message=msg, evidence=tuple(evidence),
+              data={"root_cause": None, "reason": msg, "ranks": v["consequences"][:1000]})
+
+
+def clock_skew(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """COMM505: the ranks' clocks disagree; cross-rank order uses aligned times."""
+    offsets, spread = clock_offsets(facts, float(params.get("clock_skew_s", 10.0)))
+    if not offsets:
+        facts.need("logs.clock")
+        return
+    worst = sorted(offsets.items(), key=lambda kv: -abs(kv[1]))[:5]
+    yield Hit(message=f"clocks disagree by up to {spread:.1f} s between ranks; ordering uses per-rank time aligned "
+                      f"on the cluster start (worst: " + ", ".join(f"rank {r} {o:+.1f} s" for r, o in worst) + ")",
+              evidence=(Evidence(text="`Cluster is successfully initialized` logged at " +
+                                 ", ".join(f"rank {r}: {_clock(facts.need('logs.clock')['per_rank'][r])}" for r, _ in worst[:3]),
+                                 fact="logs.clock"),),
+              data={"offsets": dict(worst)})  # fmt: skip
+
+
+def _list(ranks: list[int], n: int = 8) -> str:
+    head = ", ".join(str(r) for r in ranks[:n])
+    return head + (f", … {len(ranks) - n} more" if len(ranks) > n else "")

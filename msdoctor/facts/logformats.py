@@ -1,0 +1,225 @@
+"""Log line grammars of a distributed MindSpore job (shared/faults.md §4) and where a file's rank comes from.
+
+Pure functions over text: no file access, no judgement. ``parse_line`` turns one line into a
+:class:`LogRecord` (time, level, module, source location, message); ``split_banner`` cuts a MindSpore
+exception text into its ``- Section:`` parts; ``rank_from_path`` / ``rank_hints`` say which rank a file
+belongs to.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "EXCEPTION", "EVENT", "TRACE")
+ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "EXCEPTION"})
+
+# MindSpore C++ (`[LEVEL] MOD(pid,tid,pname):ts [file:line] Func] msg`) and Python
+# (`[LEVEL] ME(pid:tid,pname):ts [file:line] msg`) share one grammar (faults.md §4.2).
+MINDSPORE_RE = re.compile(
+    r"^\[(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|EXCEPTION)\] ?(?P<module>[A-Z_]+)"
+    r"\((?P<pid>\d+)[,:](?P<tid>[0-9a-fx]+),(?P<pname>[^)]*)\):"
+    r"(?P<ts>\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3})\s*"
+    r"\[(?P<src>[^\]]+?):(?P<line>\d+)\](?: (?P<func>\w+)\])? ?(?P<msg>.*)$"
+)
+# CANN plog / device log: `[LEVEL] MOD(pid,pname):ts [file:line]msg`; HCCL adds `[tag][rank]` blocks,
+# RUNTIME a thread id, HCCP `tid:N,func(line) :`, newer CANN drops the space before the module (§4.1).
+PLOG_RE = re.compile(
+    r"^\[(?P<level>ERROR|WARNING|INFO|DEBUG|EVENT|TRACE)\]\s?(?P<module>[A-Z_]+)"
+    r"\((?P<pid>\d+),(?P<pname>[^)]*)\):(?P<ts>\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3})\s*(?P<rest>.*)$"
+)
+PLOG_SRC_RE = re.compile(r"\[(?P<src>[\w./-]+\.(?:cc|cpp|c|h|hpp|py)):(?P<line>\d+)\]")
+# torch_npu style prefix seen next to the same CANN codes (§4.2).
+TORCH_NPU_RE = re.compile(
+    r"^\[(?P<level>ERROR|WARNING|INFO|DEBUG)\] (?P<ts>\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}) "
+    r"\(PID:(?P<pid>\d+), Device:(?P<device>-?\d+), RankID:(?P<rank>-?\d+)\) (?P<msg>.*)$"
+)
+# Python logging as mindformers configures it: `2024-01-01 10:00:00,000 - mindformers[x] - INFO - msg`.
+PYLOG_RE = re.compile(
+    r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),(?P<ms>\d{3}) - (?P<module>[\w.\[\]/-]+) - "
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?P<msg>.*)$"
+)
+PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): ?(?P<msg>.*)$")
+TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
+TS_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2}):(\d{2}):(\d{2})\.(\d{3})\.(\d{3})")
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One parsed line. ``time`` is seconds since the epoch read as UTC (only differences matter)."""
+
+    grammar: str  # mindspore | plog | torch-npu | pylog | python-exc | traceback | plain
+    message: str
+    level: str | None = None
+    module: str | None = None
+    pid: int | None = None
+    time: float | None = None
+    ts_text: str | None = None
+    src: str | None = None
+    src_line: int | None = None
+    func: str | None = None
+    exc_type: str | None = None
+    rank: int | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.level in ERROR_LEVELS or self.grammar == "python-exc"
+
+
+def parse_ts(text: str) -> float | None:
+    """`yyyy-mm-dd-hh:mm:ss.fff.zzz` (ms.µs) → seconds; None when the text holds no such stamp."""
+    m = TS_RE.search(text)
+    if not m:
+        return None
+    y, mo, d, h, mi, s, ms, us = (int(g) for g in m.groups())
+    try:
+        return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + ms / 1e3 + us / 1e6
+    except (ValueError, OverflowError):
+        return None
+
+
+def _pylog_ts(ts: str, ms: str) -> float | None:
+    try:
+        date, clock = ts.split(" ")
+        y, mo, d = (int(x) for x in date.split("-"))
+        h, mi, s = (int(x) for x in clock.split(":"))
+        return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + int(ms) / 1e3
+    except ValueError:
+        return None
+
+
+def parse_line(line: str) -> LogRecord:
+    """Try the grammars in order (most specific first); a line that fits none is ``plain``."""
+    text = line.rstrip("\r\n")
+    if text.startswith("["):
+        m = MINDSPORE_RE.match(text)
+        if m:
+            return LogRecord(
+                "mindspore", m["msg"], m["level"], m["module"], int(m["pid"]), parse_ts(m["ts"]), m["ts"],
+                m["src"], int(m["line"]), m["func"],
+            )
+        m = PLOG_RE.match(text)
+        if m:
+            rest = m["rest"]
+            src = PLOG_SRC_RE.search(rest)
+            return LogRecord(
+                "plog", rest, m["level"], m["module"], int(m["pid"]), parse_ts(m["ts"]), m["ts"],
+                src["src"] if src else None, int(src["line"]) if src else None,
+            )
+        m = TORCH_NPU_RE.match(text)
+        if m:
+            ts = m["ts"]
+            return LogRecord(
+                "torch-npu", m["msg"], m["level"], None, int(m["pid"]), _pylog_ts(f"{ts[:10]} {ts[11:]}", "000"),
+                ts, rank=int(m["rank"]) if int(m["rank"]) >= 0 else None,
+            )
+    m = PYLOG_RE.match(text)
+    if m:
+        return LogRecord("pylog", m["msg"], m["level"], m["module"], time=_pylog_ts(m["ts"], m["ms"]), ts_text=m["ts"])
+    m = PY_EXC_RE.match(text)
+    if m:
+        return LogRecord("python-exc", m["msg"], "ERROR", exc_type=m["type"])
+    if TRACEBACK_RE.match(text):
+        return LogRecord("traceback", text)
+    return LogRecord("plain", text)
+
+
+# -- MindSpore exception banners ----------------------------------------------------------------
+
+BANNER_RULE_RE = re.compile(r"^-{10,}\s*$")
+BANNER_HEAD_RE = re.compile(r"^- (?P<name>[A-Za-z+ ]+?(?: Message| Stack| error| Code)?)(?::| \(For framework developers\))")
+
+
+def split_banner(text: str) -> dict[str, str]:
+    """Split a MindSpore exception text into its sections.
+
+    The banner is ``----`` / ``- Name:`` / ``----`` followed by the section body, e.g. ``- Ascend Error
+    Message:``, ``- Framework Error Message:``, ``- C++ Call Stack: (For framework developers)``,
+    ``- Kernel error:``. Text before the first section is returned under ``"message"``.
+    """
+    sections: dict[str, list[str]] = {"message": []}
+    current = "message"
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if BANNER_RULE_RE.match(line):
+            continue
+        head = BANNER_HEAD_RE.match(line)
+        if head and line.startswith("- "):
+            current = head["name"].strip()
+            sections.setdefault(current, [])
+            continue
+        sections[current].append(line)
+    out = {k: "\n".join(v).strip() for k, v in sections.items()}
+    return {k: v for k, v in out.items() if v or k != "message"}
+
+
+# -- which rank a file belongs to ---------------------------------------------------------------
+
+PATH_RANK_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("path:worker_N", re.compile(r"(?:^|/)worker_(\d+)\.log")),
+    ("path:rank_N", re.compile(r"(?:^|/)rank[_-]?(\d+)(?:/|\.|$)")),
+    ("path:device-N", re.compile(r"(?:^|/)device-(\d+)/")),
+    ("path:deviceN", re.compile(r"(?:^|/)device(\d+)/")),
+)
+
+# Content that names the rank of the process that wrote the file (first MiB of the file).
+RANK_HINT_RES: tuple[tuple[str, re.Pattern[bytes]], ...] = (
+    ("content:rank id", re.compile(rb"This node \d+ rank id: (\d+)")),
+    ("content:Global rank id", re.compile(rb"Global rank id[:\s]+(\d+)")),
+    ("content:RANK_ID", re.compile(rb"(?:export |^|\s)RANK_ID=(\d+)", re.M)),
+    ("content:HCCL rank", re.compile(rb"rankNum\[\d+\], rank\[(\d+)\]")),
+    ("content:HCCL [rank] block", re.compile(rb"\[hccl-\d+-\d+-\d+-[\w-]+\]\[(\d+)\]")),
+    ("content:RankID", re.compile(rb"RankID:(\d+)\)")),
+)
+MSRUN_WORKER_RE = re.compile(rb"Start worker process with rank id:(\d+), log file:(\S+?)\.? Environment")
+SCHED_NODE_RE = re.compile(rb"The new node: (\d+)\(role: MS_WORKER\), rank id: (\d+)")
+WORLD_RES: tuple[re.Pattern[bytes], ...] = (
+    re.compile(rb"expected node number: (\d+)"),
+    re.compile(rb"RANK_SIZE=(\d+)"),
+    re.compile(rb"MS_WORKER_NUM=(\d+)"),
+    re.compile(rb"--worker_num[= ](\d+)"),
+)
+
+
+def rank_from_path(path: str) -> tuple[int | None, str]:
+    """Rank named by the file's path, and which naming said so (``worker_N``, ``rank_N``, ``device-N``)."""
+    p = PurePath(path).as_posix()
+    for source, rx in PATH_RANK_RES:
+        found = rx.findall(p)
+        if found:
+            return int(found[-1]), source
+    return None, ""
+
+
+def file_kind(path: str) -> str:
+    name = PurePath(path).name
+    if name.startswith("scheduler"):
+        return "scheduler"
+    if name.startswith("worker_"):
+        return "worker"
+    if name.startswith("plog-"):
+        return "plog"
+    if name.startswith("device-"):
+        return "device"
+    if name.startswith("mindspore.") and ".log" in name:
+        return "glog"
+    if name in ("msrun.log", "msrun.out") or name.startswith("msrun"):
+        return "msrun"
+    return "log"
+
+
+def rank_hints(head: bytes) -> dict[str, set[int]]:
+    """Every rank the head of a file names, by kind of hint. One distinct value means the file is that rank's."""
+    out: dict[str, set[int]] = {}
+    for source, rx in RANK_HINT_RES:
+        vals = {int(v) for v in rx.findall(head)}
+        if vals:
+            out[source] = vals
+    return out
+
+
+def world_size_hint(head: bytes) -> int | None:
+    sizes = [int(v) for rx in WORLD_RES for v in rx.findall(head)]
+    return max(sizes) if sizes else None

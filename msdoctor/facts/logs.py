@@ -1,0 +1,259 @@
+"""Collector: the logs of every rank → per-rank facts (first anomaly, last progress, consequences, peers).
+
+It never judges which rank is the culprit (that is ``msdoctor/checks/logs.py``); it finds the files,
+streams them (:mod:`msdoctor.facts.logscan`), maps each file to its rank and merges what the files of one
+rank say. Facts (all under ``logs.``): ``ranks``, ``launcher``, ``world_size``, ``missing_ranks``,
+``clock``, ``files``, ``skipped``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from msdoctor.engine.catalogue import Catalogue, load_catalogue
+from msdoctor.engine.evaluate import signature_set
+from msdoctor.engine.facts import Facts
+from msdoctor.errors import InputError
+from msdoctor.facts.logscan import ScanSpec, scan_files
+
+SOURCE = "logs"
+LOG_NAME_RE = re.compile(
+    r"(\.log(\.\S*)?$|\.(out|err|txt)$|^(plog|device)-\d+|^mindspore\.|^worker_\d+|^scheduler|\.log\.gz$)"
+)
+SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules", ".pytest_cache"}
+PEER_GROUPS = ("peer", "node", "nodes", "first", "remote", "remote_rank", "dest_rank", "src_rank")
+INT_RE = re.compile(r"\d+")
+
+
+@dataclass
+class LogScan:
+    """Everything the command needs besides the facts: the raw per-file scans, rank of each file."""
+
+    files: list[dict[str, Any]] = field(default_factory=list)
+    file_rank: dict[str, int | None] = field(default_factory=dict)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+
+def discover(paths: Sequence[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Log files under ``paths``. A path that does not exist is an :class:`InputError` (exit 2).
+
+    Files named on the command line are always read; inside folders only names that look like logs
+    (``*.log``, ``*.log.*``, ``plog-*``, ``device-*``, ``worker_*``, GLOG ``mindspore.*``, ``*.out``/``*.txt``).
+    """
+    files: list[str] = []
+    skipped: list[dict[str, Any]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError(f"{raw}: no such file or directory")
+        if p.is_file():
+            files.append(str(p))
+            continue
+        if not p.is_dir():
+            raise InputError(f"{raw}: not a file or directory")
+        found = 0
+        for root, dirs, names in os.walk(p, onerror=lambda e: skipped.append({"file": e.filename, "reason": str(e.strerror)})):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+            for name in sorted(names):
+                if LOG_NAME_RE.search(name):
+                    files.append(os.path.join(root, name))
+                    found += 1
+        if not found:
+            skipped.append({"file": str(p), "reason": "no log files in this folder"})
+    seen: set[str] = set()
+    uniq = [f for f in files if not (os.path.realpath(f) in seen or seen.add(os.path.realpath(f)))]  # type: ignore[func-returns-value]
+    return uniq, skipped
+
+
+def _assign_ranks(scans: list[dict[str, Any]]) -> dict[str, tuple[int | None, str]]:
+    """Rank of each file: msrun's own mapping, else one rank named by the content, else the path."""
+    msrun_map: dict[str, int] = {}
+    for s in scans:
+        msrun_map.update(s.get("msrun_workers") or {})
+    out: dict[str, tuple[int | None, str]] = {}
+    for s in scans:
+        path = s["path"]
+        if not s.get("readable"):
+            out[path] = (None, "")
+            continue
+        if s["kind"] in ("scheduler", "msrun") or s.get("msrun_workers") or s.get("scheduler_nodes"):
+            out[path] = (None, "launcher")
+            continue
+        base = os.path.basename(path)
+        if base in msrun_map:
+            out[path] = (msrun_map[base], "msrun:Start worker process with rank id")
+            continue
+        hints: dict[str, list[int]] = s.get("rank_hints") or {}
+        values = {v for vs in hints.values() for v in vs}
+        if len(values) == 1:
+            out[path] = (values.pop(), ",".join(sorted(hints)))
+            continue
+        if len(values) > 1:  # several ranks write here (a console or a shared log): no single rank
+            out[path] = (None, "several ranks: " + ",".join(str(v) for v in sorted(values)[:8]))
+            continue
+        out[path] = (s.get("path_rank"), s.get("path_rank_source") or "")
+    return out
+
+
+def _peers(groups: dict[str, str] | None) -> list[int]:
+    if not groups:
+        return []
+    peers: list[int] = []
+    for key in PEER_GROUPS:
+        if key in groups:
+            peers.extend(int(v) for v in INT_RE.findall(groups[key]))
+    return sorted(set(peers))
+
+
+def _slim(ev: dict[str, Any], path: str) -> dict[str, Any]:
+    d = {k: ev[k] for k in ("rule", "role", "severity", "line", "text", "time", "ts") if k in ev}
+    d["file"] = path
+    peers = _peers(ev.get("groups"))
+    if peers:
+        d["peers"] = peers
+    if "step" in ev:
+        d["step"] = ev["step"]
+    return d
+
+
+def _time_key(ev: dict[str, Any]) -> tuple[float, int]:
+    t = ev.get("time")
+    return (t if t is not None else float("inf"), ev.get("line") or 0)
+
+
+def _merge_rank(rank: int, scans: list[dict[str, Any]]) -> dict[str, Any]:
+    """What all files of one rank say together."""
+    progress: dict[str, Any] | None = None
+    progress_file = ""
+    steps = 0
+    for s in scans:
+        last = (s.get("progress") or {}).get("last")
+        steps += (s.get("progress") or {}).get("count", 0)
+        if last is None:
+            continue
+        key = (last.get("step") or -1, last.get("time") or 0.0)
+        if progress is None or key > (progress.get("step") or -1, progress.get("time") or 0.0):
+            progress, progress_file = last, s["path"]
+    p_time = progress.get("time") if progress else None
+    after: list[dict[str, Any]] = []
+    first: list[dict[str, Any]] = []
+    for s in scans:
+        first.extend(_slim(e, s["path"]) for e in s.get("first_events", []))
+        if progress is None or s["path"] == progress_file:
+            evs = s.get("since_progress", [])
+        else:  # another file of the same rank (plog, GLOG): keep what happened after the progress line
+            evs = [e for e in s.get("first_events", []) + s.get("since_progress", [])
+                   if p_time is None or e.get("time") is None or e["time"] >= p_time]  # fmt: skip
+        after.extend(_slim(e, s["path"]) for e in evs)
+    first.sort(key=_time_key)
+    after.sort(key=_time_key)
+    dedup: list[dict[str, Any]] = []
+    seen: set[tuple[str, int]] = set()
+    for e in after:
+        k = (e["file"], e["line"])
+        if k not in seen and not (e.get("rule") is None and any(x["line"] == e["line"] for x in dedup)):
+            seen.add(k)
+            dedup.append(e)
+    notable = [e for e in first if e.get("severity") != "info"]
+    tracebacks = [(s["path"], s["last_traceback"]) for s in scans if s.get("last_traceback")]
+    exceptions = [dict(x, file=s["path"]) for s in scans for x in s.get("exceptions", [])]
+    last_times = [s["last_time"] for s in scans if s.get("last_time") is not None]
+    ups = [s["cluster_up"] for s in scans if s.get("cluster_up") is not None]
+    return {
+        "rank": rank,
+        "files": [s["path"] for s in scans],
+        "progress": (dict(_slim(progress, progress_file), count=steps) if progress else None),
+        "first_anomaly": notable[0] if notable else None,
+        "after_progress": dedup[:60],
+        "anomalies": sum(s.get("anomalies", 0) for s in scans),
+        "last_traceback": [{"file": f, "line": n} for f, n in tracebacks],
+        "exceptions": exceptions[-3:],
+        "last_time": max(last_times) if last_times else None,
+        "cluster_up": min(ups) if ups else None,
+        "pids": sorted({p for s in scans for p in s.get("pids", [])}),
+    }
+
+
+def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None) -> tuple[Facts, LogScan]:
+    """Scan the logs under ``paths``; facts for the checks plus the raw scan for the signature findings."""
+    files, skipped = discover(paths)
+    if not files:
+        raise InputError(f"{', '.join(paths)}: no log files found")
+    spec = ScanSpec(signature_set(catalogue or load_catalogue()))
+    scans = scan_files(files, spec, jobs=jobs)
+    return facts_from_scans(scans, skipped)
+
+
+def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, Any]] = ()) -> tuple[Facts, LogScan]:
+    facts = Facts()
+    scan = LogScan(files=scans, skipped=list(skipped))
+    for s in scans:
+        scan.skipped.extend(s.get("skipped", []))
+    ranks = _assign_ranks(scans)
+    by_rank: dict[int, list[dict[str, Any]]] = {}
+    launcher: list[dict[str, Any]] = []
+    pid_rank: dict[int, int] = {}
+    for s in scans:
+        r, how = ranks[s["path"]]
+        scan.file_rank[s["path"]] = r
+        s["rank"], s["rank_source"] = r, how
+        if not s.get("readable"):
+            continue
+        if r is None:
+            launcher.append(s)
+        else:
+            by_rank.setdefault(r, []).append(s)
+            for pid in s.get("pids", [])[:1]:  # the writer of a rank's own log is its main pid
+                pid_rank[pid] = r
+    readable = [s for s in scans if s.get("readable")]
+    if not readable:
+        raise InputError("no readable log file: " + "; ".join(f"{k['file']}: {k['reason']}" for k in scan.skipped[:3]))
+    rank_facts = {str(r): _merge_rank(r, ss) for r, ss in sorted(by_rank.items())}
+    facts.set("logs.ranks", rank_facts, SOURCE)
+    facts.set("logs.launcher", _launcher_facts(launcher, pid_rank, set(by_rank)), SOURCE)
+    world = _world_size(scans)
+    if world is not None:
+        facts.set("logs.world_size", world, SOURCE)
+        facts.set("logs.missing_ranks", [r for r in range(world) if r not in by_rank], SOURCE)
+    else:
+        facts.unknown("logs.world_size", "no log states the world size (RANK_SIZE, scheduler's expected node number)", SOURCE)
+        facts.unknown("logs.missing_ranks", "world size unknown", SOURCE)
+    facts.set("logs.clock", {
+        "anchor": "Cluster is successfully initialized",
+        "per_rank": {k: v["cluster_up"] for k, v in rank_facts.items() if v["cluster_up"] is not None},
+    }, SOURCE)  # fmt: skip
+    facts.set("logs.files", [{"file": s["path"], "rank": s.get("rank"), "rank_source": s.get("rank_source"),
+                              "kind": s["kind"], "lines": s.get("lines"), "size": s.get("size")} for s in scans], SOURCE)  # fmt: skip
+    facts.set("logs.skipped", scan.skipped, SOURCE)
+    return facts, scan
+
+
+def _launcher_facts(scans: list[dict[str, Any]], pid_rank: dict[int, int], has_file: set[int]) -> dict[str, Any]:
+    """Events of files that belong to no single rank (scheduler.log, the msrun console).
+
+    A console repeats the workers' lines; a line whose pid is a rank with its own log is dropped here
+    (that rank's file already holds it).
+    """
+    events: list[dict[str, Any]] = []
+    for s in scans:
+        for e in s.get("first_events", []) + s.get("since_progress", []):
+            m = re.search(r"\((\d+)[,:]", e.get("text", "")[:80])
+            if m and pid_rank.get(int(m.group(1))) in has_file:
+                continue
+            events.append(_slim(e, s["path"]))
+    uniq = {(e["file"], e["line"], e.get("rule")): e for e in events}
+    ordered = sorted(uniq.values(), key=_time_key)
+    return {"files": [s["path"] for s in scans], "events": ordered[:80]}
+
+
+def _world_size(scans: list[dict[str, Any]]) -> int | None:
+    sizes = [s["world_size"] for s in scans if s.get("world_size")]
+    msrun = max((len(s.get("msrun_workers") or {}) for s in scans), default=0)
+    sched = max((len(s.get("scheduler_nodes") or {}) for s in scans), default=0)
+    cands = sizes + [n for n in (msrun, sched) if n]
+    return max(cands) if cands else None
