@@ -103,7 +103,7 @@ def comm_events_frame(ev: pd.DataFrame) -> pd.DataFrame:
 
 def comm_by_type(ops: pd.DataFrame) -> list[dict[str, Any]]:
     """Per op type: count, total, p50/p99/max duration and where the max is."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     if ops.empty:
         return rows
     for t, g in ops.groupby("type"):
@@ -257,9 +257,9 @@ def compare(cur: list[dict[str, Any]], base: list[dict[str, Any]], cur_ops: list
     bo = {o["op"]: o for o in base_ops}
     ops = []
     for o in cur_ops:
-        b = bo.get(o["op"])
-        if b:
-            ops.append({"op": o["op"], "baseline_ms": b["total_ms"], "current_ms": o["total_ms"],
-                        "delta_ms": round(o["total_ms"] - b["total_ms"], 3)})  # fmt: skip
+        bop = bo.get(o["op"])
+        if bop:
+            ops.append({"op": o["op"], "baseline_ms": bop["total_ms"], "current_ms": o["total_ms"],
+                        "delta_ms": round(o["total_ms"] - bop["total_ms"], 3)})  # fmt: skip
     ops.sort(key=lambda r: -r["delta_ms"])
     return {"phases": phases, "ops": ops, "ranks": {"baseline": len(base), "current": len(cur)}}

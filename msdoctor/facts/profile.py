@@ -52,7 +52,7 @@ class ProfileData:
 def _records(df: pd.DataFrame, cols: list[str], nd: int = 3) -> list[dict[str, Any]]:
     out = []
     for row in df[cols].itertuples(index=False):
-        d = {}
+        d: dict[str, Any] = {}
         for c, v in zip(cols, row, strict=True):
             if c in ("rank", "step", "steps", "stage"):
                 d[c] = int(v)

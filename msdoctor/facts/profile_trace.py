@@ -132,8 +132,11 @@ def _scan_sql(n: int) -> str:
 def load_traces(con: duckdb.DuckDBPyConnection, traces: list[TraceFile]) -> list[Skip]:
     """Create table ``ev`` from all traces in one scan; a file DuckDB rejects is skipped alone."""
     con.execute("CREATE OR REPLACE TEMP TABLE trace_files (rank INTEGER, path VARCHAR)")
-    con.executemany("INSERT INTO trace_files VALUES (?, ?)", [[t.rank, str(t.path)] for t in traces])
     skips: list[Skip] = []
+    if not traces:
+        _empty_ev(con)
+        return skips
+    con.executemany("INSERT INTO trace_files VALUES (?, ?)", [[t.rank, str(t.path)] for t in traces])
     good = list(traces)
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE ev AS {_scan_sql(len(good))}", {"files": [str(t.path) for t in good]})
@@ -152,9 +155,13 @@ def load_traces(con: duckdb.DuckDBPyConnection, traces: list[TraceFile]) -> list
     if good:
         con.execute(f"CREATE OR REPLACE TEMP TABLE ev AS {_scan_sql(len(good))}", {"files": files})
     else:
-        con.execute("CREATE OR REPLACE TEMP TABLE ev (rank INTEGER, name VARCHAR, ph VARCHAR, pid VARCHAR, "
-                    "tid VARCHAR, ts DOUBLE, dur DOUBLE, aname VARCHAR)")  # fmt: skip
+        _empty_ev(con)
     return skips
+
+
+def _empty_ev(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE OR REPLACE TEMP TABLE ev (rank INTEGER, name VARCHAR, ph VARCHAR, pid VARCHAR, "
+                "tid VARCHAR, ts DOUBLE, dur DOUBLE, aname VARCHAR)")  # fmt: skip
 
 
 # -- frames from the ev table -------------------------------------------------------------------

@@ -75,6 +75,7 @@ class Config:
     spike_ms: float = 200.0
     seed: int = 7
     truncate_rank: int | None = None  # cut this rank's trace_view.json mid-event
+    hot_op: tuple[str, float] | None = None  # (op type, share of compute) — one dominant operator
     host_prefix: str = "node"
 
 
@@ -211,7 +212,12 @@ class RankWriter:
     def kernels(self, t_c0: float, t_c1: float) -> list[tuple[str, str, str, float, float]]:
         """(name, type, core, start, dur) filling [t_c0, t_c1) back to back."""
         k = max(self.cfg.kernels, len(OP_MIX))
-        types = [OP_MIX[i % len(OP_MIX)] for i in range(k)]
+        mix = OP_MIX
+        if self.cfg.hot_op:
+            hot, share = self.cfg.hot_op
+            rest = sum(w for n, _, w in OP_MIX if n != hot)
+            mix = [(n, c, share if n == hot else w / rest * (1 - share)) for n, c, w in OP_MIX]
+        types = [mix[i % len(mix)] for i in range(k)]
         counts: dict[str, int] = {}
         for name, _, _ in types:
             counts[name] = counts.get(name, 0) + 1
@@ -434,6 +440,7 @@ def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
     ap.add_argument("--spike-steps", default="", help="comma-separated steps with an AllReduce spike")
     ap.add_argument("--spike-ms", type=float, default=200.0)
     ap.add_argument("--truncate-rank", type=int)
+    ap.add_argument("--hot-op", help="TYPE:SHARE make one op type take this share of compute (e.g. MatMul:0.7)")
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     cfg = Config(
@@ -444,6 +451,7 @@ def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
         stage_imbalance=parse_pair(a.stage_imbalance, float) if a.stage_imbalance else None,
         spike_steps=[int(x) for x in a.spike_steps.split(",") if x], spike_ms=a.spike_ms,
         truncate_rank=a.truncate_rank, seed=a.seed,
+        hot_op=(a.hot_op.split(":")[0], float(a.hot_op.split(":")[1])) if a.hot_op else None,
     )  # fmt: skip
     generate(a.out, cfg)
     out.write(f"wrote {cfg.ranks} ranks to {a.out}\n")

@@ -1,0 +1,127 @@
+"""Discovery and bad input: truncated, non-JSON, garbage and foreign-format files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from msdoctor.errors import InputError
+from msdoctor.facts import profile as prof
+from msdoctor.facts import profile_trace as pt
+from msdoctor.facts.profile_files import discover
+
+
+def rank_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.name.endswith("_ascend_ms"))
+
+
+@pytest.fixture
+def small(make_tree, tmp_path):
+    src = make_tree("small", ranks=4, steps=3, kernels=64)
+    dst = tmp_path / "tree"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_discovery_ranks_from_profiler_info(small):
+    d = discover(small)
+    assert [r.rank for r in d.ranks] == [0, 1, 2, 3]
+    assert {r.rank_source for r in d.ranks} == {"profiler_info"}
+    assert "trace_view" in d.ranks[0].files and "communication_matrix" in d.ranks[0].files
+
+
+def test_duplicate_rank_keeps_newer_folder(small):
+    old = rank_dirs(small)[1]
+    dup = small / old.name.replace("20251129100000001", "20251129090000001")
+    shutil.copytree(old, dup)
+    d = discover(small)
+    assert [r.rank for r in d.ranks] == [0, 1, 2, 3]
+    assert d.ranks[1].path == old
+    assert any("rank 1 also in" in s.reason for s in d.skipped)
+
+
+def test_missing_and_empty_dirs_raise_input_error(tmp_path):
+    with pytest.raises(InputError, match="no such directory"):
+        discover(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no MindSpore profiler output"):
+        discover(tmp_path / "empty")
+
+
+def test_truncated_trace_recovered_with_dropped_bytes(small, tmp_path):
+    trace = rank_dirs(small)[1] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    full = orjson.loads(trace.read_bytes())
+    size = trace.stat().st_size
+    cut = int(size * 0.6)
+    with trace.open("r+b") as f:
+        f.truncate(cut)
+    tf, skip = pt.prepare_trace(1, trace, tmp_path)
+    assert skip is None and tf is not None and tf.dropped_bytes > 0
+    kept = orjson.loads(tf.path.read_bytes())  # the recovered copy is valid JSON
+    assert 0 < len(kept) < len(full) and kept == full[: len(kept)]  # a prefix of whole events
+    assert tf.dropped_bytes == cut - (tf.path.stat().st_size - 3)  # 3 = "\n]\n"
+    d = prof.collect(small, tmpdir=tmp_path)
+    rec = d.facts["profile.files"]["recovered"]
+    assert rec == [{"rank": 1, "path": str(trace), "dropped_bytes": tf.dropped_bytes}]
+
+
+def test_trace_missing_only_closing_bracket_keeps_last_event(small, tmp_path):
+    trace = rank_dirs(small)[0] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    n = len(orjson.loads(trace.read_bytes()))
+    text = trace.read_bytes().rstrip()
+    trace.write_bytes(text[:-1])  # drop only the "]"
+    tf, skip = pt.prepare_trace(0, trace, tmp_path)
+    assert skip is None and len(orjson.loads(tf.path.read_bytes())) == n
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [(b"\x00\x9f\xff garbage \x01" * 50, "not JSON"), (b'{"traceEvents": []}', "a JSON object"), (b"", "empty file")],
+)
+def test_unreadable_trace_is_skipped_and_others_still_used(small, tmp_path, content, reason):
+    trace = rank_dirs(small)[2] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    trace.write_bytes(content)
+    d = prof.collect(small, tmpdir=tmp_path)
+    skips = d.facts["profile.files"]["skipped"]
+    assert any(s["rank"] == 2 and reason in s["reason"] for s in skips), skips
+    assert d.facts["profile.files"]["traces_read"] == 3
+    assert len(d.facts["profile.ranks"]) == 4  # rank 2's step_trace_time.csv still counts
+
+
+def test_array_with_bad_json_inside_is_reported(small, tmp_path):
+    trace = rank_dirs(small)[3] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    trace.write_bytes(b'[{"name": "a", "ph": "X", "ts": "1", "dur": "2"}, {"name": oops}]')
+    d = prof.collect(small, tmpdir=tmp_path)
+    skips = d.facts["profile.files"]["skipped"]
+    assert any(s["rank"] == 3 and "DuckDB could not read it" in s["reason"] for s in skips), skips
+    assert d.facts["profile.files"]["traces_read"] == 4  # prepared, but the scan left it out
+
+
+def test_csv_with_unknown_columns_is_not_read_as_zeros(small, tmp_path):
+    st = rank_dirs(small)[0] / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
+    st.write_text("Step,Compute Time,Comm\n1,100,20\n")
+    d = prof.collect(small, tmpdir=tmp_path)
+    skips = d.facts["profile.files"]["skipped"]
+    assert any("format not known: columns" in s["reason"] and s["rank"] == 0 for s in skips)
+    r0 = next(r for r in d.facts["profile.ranks"] if r["rank"] == 0)
+    assert r0["source"] == "trace_view.json" and r0["compute_ms"] == pytest.approx(100.0)
+
+
+def test_communication_json_of_unknown_shape(small, tmp_path):
+    c = rank_dirs(small)[0] / "ASCEND_PROFILER_OUTPUT" / "communication.json"
+    c.write_text(json.dumps({"ops": [1, 2]}))
+    m = rank_dirs(small)[0] / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json"
+    m.write_text("{not json")
+    d = prof.collect(small, tmpdir=tmp_path)
+    reasons = [s["reason"] for s in d.facts["profile.files"]["skipped"] if s["rank"] == 0]
+    assert any("expected step<N> keys" in r for r in reasons) and any("not valid JSON" in r for r in reasons)
+
+
+def test_cpu_rank_numbering_without_profiler_info(tmp_path):
+    cpu = Path(__file__).resolve().parents[2] / "samples" / "profiles" / "cpu_2rank"
+    d = discover(cpu)
+    assert [(r.rank, r.rank_source, r.kind) for r in d.ranks] == [(0, "cpu_op suffix", "cpu"), (1, "cpu_op suffix", "cpu")]
