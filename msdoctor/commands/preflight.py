@@ -149,7 +149,7 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
                 for e in f.evidence[: None if verbose else 2]:
                     out.print(f"        [dim]evidence:[/] {escape(str(e))}")
                 if f.fix:
-                    out.print(f"        [green]fix:[/] {escape(f.fix if verbose else f.fix.splitlines()[0])}")
+                    out.print(f"        [green]fix:[/] {escape(' '.join(f.fix.split()))}")
         if verbose or g["status"] == "not_evaluated":
             for n in g["not_evaluated"][: None if verbose else 1]:
                 out.print(f"    [dim]{escape(m['skip'])} {n['rule']} not evaluated: {escape(n['reason'])}[/]")
