@@ -57,6 +57,13 @@ def diagnose_dir(run_dir: Path) -> tuple[Supervisor, list[Finding], list[NotEval
         skipped.append(f"{run_dir / FINDINGS_FILE}: {bad} unreadable line(s) skipped")
     if sup.collector.skipped:
         skipped.append(f"{events.events_dir(run_dir)}: {sup.collector.skipped} unreadable event line(s) skipped")
+    for tail in sup.collector.tails.values():
+        try:
+            rest = tail.path.stat().st_size - tail.offset
+        except OSError:
+            continue
+        if rest > 0:
+            skipped.append(f"{tail.path}: incomplete last line ({rest} bytes) ignored")
     findings = {(f.rule, f.rank): f for f in sup.current()}
     for key, d in live.items():
         if key in findings:

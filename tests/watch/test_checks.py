@@ -1,0 +1,75 @@
+"""Each live rule on a real fake-loop run of its fault: right rule, rank and step; the clean run is silent."""
+
+from __future__ import annotations
+
+import pytest
+
+from msdoctor.checks.run import mad, median, theil_sen
+from msdoctor.watch.report import diagnose_dir, root_cause, timeline
+
+FAULT = 7  # tests/watch/fakeloop.py FAULT_STEP; the faulty rank is 1
+
+EXPECTED = {
+    "nan": [("NUM201", 1, FAULT)],
+    "spike": [("NUM202", 1, 20)],
+    "underflow": [("NUM203", 0, FAULT), ("NUM203", 1, FAULT)],
+    "desync": [("PAR201", 1, 5)],
+    "seed": [("PAR202", 1, 0)],
+    "straggler": [("PERF201", 1, FAULT)],
+    "datastall": [("DATA201", 1, FAULT)],
+    "crash": [("COMM202", 1, FAULT), ("COMM203", 0, FAULT)],
+    "exception": [("COMM203", 0, FAULT), ("COMM203", 1, FAULT)],
+}
+
+
+def _found(run_dir):
+    _, findings, not_evaluated, skipped = diagnose_dir(run_dir)
+    assert not skipped
+    return findings, not_evaluated
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+def test_fault_is_named(finished_run, scenario):
+    findings, _ = _found(finished_run(scenario))
+    assert sorted((f.rule, f.rank, f.step) for f in findings) == EXPECTED[scenario]
+    for f in findings:
+        assert f.message and f.evidence and f.fix
+
+
+def test_memory_growth_slope_and_exhaustion(finished_run):
+    findings, _ = _found(finished_run("memleak"))
+    (f,) = findings
+    assert (f.rule, f.rank) == ("MEM201", 1)
+    assert 3 <= f.step <= FAULT  # after the warm-up cut, the leak (8 MiB/step from step 3) is on
+    assert 7 * 2**20 < f.data["slope_bytes_per_step"] < 9 * 2**20
+    assert f.data["exhaust_step"] > 30
+
+
+def test_clean_run_is_silent_and_fully_evaluated(finished_run):
+    findings, not_evaluated = _found(finished_run("clean"))
+    assert findings == [] and not_evaluated == []
+
+
+def test_root_cause_is_the_classified_exception_not_the_peer_timeout(finished_run):
+    findings, _ = _found(finished_run("exception"))
+    by_rank = {f.rank: f for f in findings}
+    assert by_rank[1].data["classified_as"] == "PAR001"  # MatMulExt shape error, catalogue signature
+    assert "classified_as" not in by_rank[0].data  # rank 0's barrier timeout matches no signature
+    rc = root_cause(findings)
+    assert (rc["rule"], rc["rank"], rc["step"]) == ("COMM203", 1, FAULT)
+    assert [(r["rank"], r["rule"]) for r in timeline(findings)] == [(1, "COMM203"), (0, "COMM203")]
+
+
+def test_crash_is_the_root_and_rank0_timeout_follows(finished_run):
+    findings, _ = _found(finished_run("crash"))
+    rc = root_cause(findings)
+    assert (rc["rule"], rc["rank"], rc["step"]) == ("COMM202", 1, FAULT)
+
+
+def test_robust_statistics():
+    assert median([3, 1, 2]) == 2 and median([1, 2, 3, 4]) == 2.5
+    assert mad([1, 1, 1, 1, 100]) == 0  # one outlier does not move it
+    xs = list(range(20))
+    ys = [5 * x + 3 for x in xs]
+    ys[7] = 1e6  # an outlier
+    assert theil_sen(xs, ys) == pytest.approx(5)
