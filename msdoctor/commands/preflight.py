@@ -168,11 +168,11 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
 
 def load_compare(paths: list[str]) -> Facts:
     nodes: dict[str, dict[str, Any]] = {}
-    for p in paths:
+    stems = [Path(p).stem for p in paths]
+    for p, stem in zip(paths, stems, strict=True):
         snap = Facts.load(p)
-        label = str(snap.meta.get("hostname") or Path(p).stem)
-        if label in nodes:
-            label = f"{label} ({Path(p).name})"
+        # Users name snapshots after their nodes; fall back to the path when two names collide.
+        label = stem if stems.count(stem) == 1 else p
         nodes[label] = flatten(snap)
     facts = Facts()
     facts.set("compare.nodes", nodes, ", ".join(paths))

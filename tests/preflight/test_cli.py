@@ -299,11 +299,21 @@ def test_compare_reports_every_difference(capsys, tmp_path):
     found = rules(payload)
     facts = {h["data"]["fact"] for h in found["ENV109"]}
     assert {"cann.toolkit.version", "cann.compiler.version", "ascend.driver.version"} <= facts
-    var = {h["data"]["fact"] for h in found["COMM108"]}
+    var = {h["data"]["fact"] for h in found["COMM109"]}
     assert {"env.vars.HCCL_CONNECT_TIMEOUT", "env.vars.HCCL_OVER_OFI"} <= var
+    assert set(found["ENV109"][0]["data"]["values"]) == {"a", "b"}  # nodes named after their snapshots
     assert rc == 1 and [g["group"] for g in payload["groups"]] == ["compare"]
     rc, payload, _ = pf(capsys, "--compare", str(a), str(a))
     assert rc == 0 and not payload["findings"]
+
+
+def test_compare_msrun_variables(capsys, tmp_path):
+    a, b = tmp_path / "node-a.json", tmp_path / "node-b.json"
+    pf(capsys, *node("good", "msrun-worker"), "--dump-facts", str(a))
+    pf(capsys, *node("good", "msrun-worker-8119"), "--dump-facts", str(b))
+    rc, payload, _ = pf(capsys, "--compare", str(a), str(b))
+    (hit,) = rules(payload)["COMM108"]
+    assert hit["data"]["values"] == {"node-a": "8118", "node-b": "8119"} and rc == 1
 
 
 def test_cli_help_lists_options():
