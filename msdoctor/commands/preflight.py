@@ -142,14 +142,16 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
         if g["status"] != "not_evaluated" and g["not_evaluated"]:
             partial = f"; {len(g['not_evaluated'])} check(s) not evaluated"
         out.print(f"[{style[g['status']]}]{escape(mark)}[/] [bold]{escape(g['title'])}[/] — {escape(g['summary'] + partial)}[dim]{t}[/]")
-        for rid in g["findings"]:
-            for f in by_rule.pop(rid, []):
+        for rid in dict.fromkeys(g["findings"]):
+            hits = by_rule.pop(rid, [])
+            for f in hits:
                 sev = f.severity.value
                 out.print(f"    [{STYLE[sev]}]{escape(m[sev])} {f.rule}[/] {escape(f.message)}")
-                for e in f.evidence[: None if verbose else 2]:
-                    out.print(f"        [dim]evidence:[/] {escape(str(e))}")
-                if f.fix:
-                    out.print(f"        [green]fix:[/] {escape(' '.join(f.fix.split()))}")
+                if verbose:  # flutter-doctor style: the evidence is a detail
+                    for e in f.evidence:
+                        out.print(f"        [dim]evidence:[/] {escape(str(e))}")
+            if hits and hits[0].fix:  # one fix per rule, however many offenders it named
+                out.print(f"      [green]fix:[/] {escape(' '.join(hits[0].fix.split()))}")
         if verbose or g["status"] == "not_evaluated":
             for n in g["not_evaluated"][: None if verbose else 1]:
                 out.print(f"    [dim]{escape(m['skip'])} {n['rule']} not evaluated: {escape(n['reason'])}[/]")
@@ -163,7 +165,7 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
             f"{len(evaluation.not_evaluated)} not evaluated — {elapsed_ms / 1000:.2f} s")  # fmt: skip
     out.print(f"[bold]{'No issues found' if not evaluation.findings else 'Doctor summary'}:[/] {escape(line)}")
     if evaluation.not_evaluated and not verbose:
-        out.print("[dim]-v shows why each check was not evaluated and what every check took[/]")
+        out.print("[dim]-v shows the evidence, why each check was not evaluated and what every check took[/]")
 
 
 def load_compare(paths: list[str]) -> Facts:
