@@ -91,6 +91,26 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
                 groups[str(double_hash(name))] = {"comm_name": name, **v}
     stage_of = an.stage_map(groups, ranks)
 
+    # -- operators: kernel_details.csv, else op time from the traces ----------------------------
+    kd_files: dict[int, Path] = {}
+    for rd in disc.ranks:
+        p = rd.files.get("kernel_details")
+        if p is not None:
+            skip = check_csv(p, "kernel_details", rd.rank)
+            if skip:
+                skipped.append(skip)
+            else:
+                kd_files[rd.rank] = p
+    cpu_files: dict[int, Path] = {}
+    for rd in disc.ranks:
+        p = rd.files.get("cpu_op_type_info")
+        if p is not None and rd.rank not in kd_files:
+            skip = check_csv(p, "cpu_op_type_info", rd.rank)
+            if skip:
+                skipped.append(skip)
+            else:
+                cpu_files[rd.rank] = p
+
     # -- traces: one DuckDB scan over every rank ------------------------------------------------
     traces: list[pt.TraceFile] = []
     recovered: list[dict[str, Any]] = []
@@ -104,7 +124,7 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
             traces.append(tf)
             if tf.dropped_bytes:
                 recovered.append({"rank": rd.rank, "path": str(tf.original), "dropped_bytes": tf.dropped_bytes})
-    skipped.extend(pt.load_traces(con, traces))
+    skipped.extend(pt.load_traces(con, traces, drop_kernels=set(kd_files)))
     pt.build_steps(con)
     ov = pt.overlap_breakdown(con)
     cpu = pt.cpu_breakdown(con)
@@ -156,32 +176,13 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
         comm_ev = pd.DataFrame({"rank": comm_json["rank"], "step": comm_json["step"], "name": comm_json["op"],
                                 "type": comm_json["type"], "start_us": comm_json["start_us"], "ms": comm_json["elapse_ms"]})  # fmt: skip
 
-    # -- operators: kernel_details.csv, else op time from the traces ----------------------------
-    kd_files: dict[int, Path] = {}
-    for rd in disc.ranks:
-        p = rd.files.get("kernel_details")
-        if p is not None:
-            skip = check_csv(p, "kernel_details", rd.rank)
-            if skip:
-                skipped.append(skip)
-            else:
-                kd_files[rd.rank] = p
+    # -- operators: kernel_details.csv / cpu_op_type_info, else op time from the traces ---------
     kops, kskips = pt.kernel_ops(con, kd_files)
     skipped.extend(kskips)
-    cpu_files: dict[int, Path] = {}
-    for rd in disc.ranks:
-        p = rd.files.get("cpu_op_type_info")
-        if p is not None and rd.rank not in kd_files:
-            skip = check_csv(p, "cpu_op_type_info", rd.rank)
-            if skip:
-                skipped.append(skip)
-            else:
-                cpu_files[rd.rank] = p
     cops, cskips = pt.cpu_type_ops(con, cpu_files)
     skipped.extend(cskips)
     kops = pd.concat([d for d in (kops, cops) if not d.empty], ignore_index=True) if not (kops.empty and cops.empty) else kops
-    tops = pt.trace_ops(con)
-    tops = tops[~tops["rank"].isin(kops["rank"].unique())] if not kops.empty else tops
+    tops = pt.trace_ops(con, set(kd_files) | set(cpu_files))
     ops = pd.concat([d for d in (kops, tops) if not d.empty], ignore_index=True) if not (kops.empty and tops.empty) else kops
     con.close()
 

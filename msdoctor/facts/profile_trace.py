@@ -24,7 +24,7 @@ from msdoctor.facts.profile_files import SCHEMA, Skip
 
 TRACE = SCHEMA["files"]["trace_view"]
 COLUMNS = "{'name': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', 'ts': 'VARCHAR', " \
-          "'dur': 'VARCHAR', 'args': 'STRUCT(name VARCHAR)'}"  # fmt: skip
+          "'dur': 'VARCHAR', 'args': 'STRUCT(name VARCHAR, \"Task Type\" VARCHAR)'}"  # fmt: skip
 # a top-level event starts with one of the keys a Chrome-trace event has; args' inner objects do not
 EVENT_START = re.compile(rb'\}\s*,\s*\{\s*"(?:name|ph|pid|tid|ts|dur|cat|args|id|bp|s)"')
 TAIL_CHUNK = 1 << 20
@@ -38,6 +38,7 @@ def connect(memory_limit: str = "700MB", threads: int | None = None) -> duckdb.D
     if threads:
         con.execute(f"SET threads={int(threads)}")
     con.execute("SET preserve_insertion_order=false")
+    con.execute("SET enable_progress_bar=false")
     return con
 
 
@@ -125,18 +126,25 @@ def _scan_sql(n: int) -> str:
         "SELECT f.rank AS rank, e.name, e.ph, e.pid, e.tid, TRY_CAST(e.ts AS DOUBLE) AS ts, "
         "TRY_CAST(e.dur AS DOUBLE) AS dur, e.args.name AS aname "
         f"FROM read_json($files, format='array', filename=true, columns={COLUMNS}, maximum_object_size=16777216) e "
-        "JOIN trace_files f ON f.path = e.filename WHERE e.ph IN ('X', 'M')"
+        "JOIN trace_files f ON f.path = e.filename WHERE e.ph IN ('X', 'M') "
+        # device kernels (args carry "Task Type") are summed from kernel_details.csv when the rank has it
+        "AND (f.keep_kernels OR e.args.\"Task Type\" IS NULL)"
     )
 
 
-def load_traces(con: duckdb.DuckDBPyConnection, traces: list[TraceFile]) -> list[Skip]:
-    """Create table ``ev`` from all traces in one scan; a file DuckDB rejects is skipped alone."""
-    con.execute("CREATE OR REPLACE TEMP TABLE trace_files (rank INTEGER, path VARCHAR)")
+def load_traces(con: duckdb.DuckDBPyConnection, traces: list[TraceFile], drop_kernels: set[int] | None = None) -> list[Skip]:
+    """Create table ``ev`` from all traces in one scan; a file DuckDB rejects is skipped alone.
+
+    For the ranks in ``drop_kernels`` the device kernel events are left out of ``ev`` (their op
+    time comes from kernel_details.csv): they are most of a trace's events and of the memory.
+    """
+    drop = drop_kernels or set()
+    con.execute("CREATE OR REPLACE TEMP TABLE trace_files (rank INTEGER, path VARCHAR, keep_kernels BOOLEAN)")
     skips: list[Skip] = []
     if not traces:
         _empty_ev(con)
         return skips
-    con.executemany("INSERT INTO trace_files VALUES (?, ?)", [[t.rank, str(t.path)] for t in traces])
+    con.executemany("INSERT INTO trace_files VALUES (?, ?, ?)", [[t.rank, str(t.path), t.rank not in drop] for t in traces])
     good = list(traces)
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE ev AS {_scan_sql(len(good))}", {"files": [str(t.path) for t in good]})
@@ -254,9 +262,10 @@ def comm_events(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
           AND NOT regexp_matches(e.name, '^(Notify|Memcpy|Reduce_Inline|RDMASend)')""").df()
 
 
-def trace_ops(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+def trace_ops(con: duckdb.DuckDBPyConnection, skip_ranks: set[int]) -> pd.DataFrame:
     """Device kernels (Ascend Hardware) or CPU ops by type, from the trace (fallback for top ops)."""
     _pids(con, [TRACE["hardware_process"], TRACE["cpu_process"]])
+    con.execute("DELETE FROM sel_pids WHERE rank IN (SELECT unnest($r))", {"r": sorted(skip_ranks) or [-1]})
     return con.execute("""
         SELECT e.rank, regexp_replace(regexp_replace(e.name, '^.*/', ''), '-op\\d+$', '') AS op,
                count(*) AS count, sum(e.dur) AS total_us
@@ -272,12 +281,12 @@ def kernel_ops(con: duckdb.DuckDBPyConnection, files: dict[int, Path]) -> tuple[
     con.execute("CREATE OR REPLACE TEMP TABLE kd_files (rank INTEGER, path VARCHAR)")
     con.executemany("INSERT INTO kd_files VALUES (?, ?)", [[r, str(p)] for r, p in files.items()])
     sql = """SELECT f.rank, k."Type" AS op, count(*) AS count, sum(TRY_CAST(k."Duration(us)" AS DOUBLE)) AS total_us
-             FROM read_csv($files, header=true, filename=true, all_varchar=true, union_by_name=true) k
+             FROM read_csv($files, header=true, filename=true, all_varchar=true) k
              JOIN kd_files f ON f.path = k.filename GROUP BY 1, 2"""
     try:
         return con.execute(sql, {"files": [str(p) for p in files.values()]}).df(), skips
     except duckdb.Error:
-        pass
+        pass  # e.g. ranks with different column sets (profiler levels): read them one by one
     frames = []
     for r, p in files.items():
         try:

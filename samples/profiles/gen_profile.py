@@ -372,6 +372,8 @@ class RankWriter:
             if i + 1 < len(pp):
                 size = 64.0
                 matrix["p2p"][f"send-total@{self.pp_gid}"] = {
+                    f"{i}-{i}": {"Transport Type": "LOCAL", "Transit Size(MB)": 0.0, "Transit Time(ms)": 0.0,
+                                 "Bandwidth(GB/s)": 0.0, "op_name": ""},
                     f"{i}-{i + 1}": {"Transport Type": "HCCS", "Transit Size(MB)": size,
                                      "Transit Time(ms)": round(size / cfg.link_gbps, 4),
                                      "Bandwidth(GB/s)": cfg.link_gbps, "op_name": f"hcom_send__{200 + r}_0_1"}
