@@ -290,7 +290,10 @@ def _int(v: str | None) -> int | None:
 def rank_variables(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV107: DEVICE_ID / RANK_ID / RANK_SIZE missing, malformed or inconsistent."""
     env: dict[str, str] = facts.need("env.vars")
-    ev = lambda k: Evidence(text=f"{k}={env[k]!r}" if k in env else f"{k} unset", fact="env.vars")  # noqa: E731
+
+    def ev(k: str) -> Evidence:
+        return Evidence(text=f"{k}={env[k]!r}" if k in env else f"{k} unset", fact="env.vars")
+
     for k in ("DEVICE_ID", "RANK_ID", "RANK_SIZE"):
         if k in env and _int(env[k]) is None:
             yield Hit(message=f"{k}={env[k]!r} is not a non-negative integer", evidence=(ev(k),))

@@ -89,10 +89,11 @@ def _live_dist(name: str) -> tuple[str, dict[str, Any]] | None:
         dist = metadata.distribution(name)
     except metadata.PackageNotFoundError:
         return None
+    md: Any = dist.metadata  # an email.message.Message at runtime (has .get)
     info = {
-        "name": dist.metadata.get("Name", name),
+        "name": md.get("Name", name),
         "version": dist.version,
-        "requires_python": dist.metadata.get("Requires-Python"),
+        "requires_python": md.get("Requires-Python"),
         "requires": list(dist.requires or []),
     }
     where = getattr(dist, "_path", None)
@@ -144,7 +145,7 @@ def collect_packages(root: Path) -> Facts:
         from importlib import metadata
 
         for dist in metadata.distributions():
-            n = dist.metadata.get("Name")
+            n = dist.metadata.get("Name")  # type: ignore[attr-defined]
             if n:
                 versions.setdefault(_norm(n), dist.version)
     else:

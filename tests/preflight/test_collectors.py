@@ -135,3 +135,20 @@ def test_one_failing_collector_never_stops_the_others(monkeypatch):
 def test_master_port_out_of_range_recorded(port):
     facts = network.collect_ports({}, port)
     assert facts["net.master_port"]["error"] == "out of range"
+
+
+def test_npu_smi_is_run_when_on_path(monkeypatch, tmp_path):
+    exe = tmp_path / "npu-smi"
+    exe.write_text("#!/bin/sh\necho 'Total Count                    : 8'\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    facts = ascend.collect_devices(Path("/"))
+    assert facts["ascend.npu_smi"]["total_count"] == 8 and facts["ascend.npu_smi"]["rc"] == 0
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    assert "not on PATH" in ascend.collect_devices(Path("/"))["ascend.npu_smi"].reason
+
+
+def test_npu_smi_never_run_under_an_emulated_root():
+    facts = ascend.collect_devices(ROOTS / "good")
+    assert facts["ascend.devices"] == list(range(8))
+    assert "not run under --root" in facts["ascend.npu_smi"].reason
