@@ -44,7 +44,7 @@ def signature_findings(scan: LogScan) -> list[Finding]:
         echo = s["kind"] == "msrun" or bool(s.get("msrun_workers"))
         for rid, h in (s.get("hits") or {}).items():
             rule = cat.get(rid)
-            if rule is None or rule.role == "progress":
+            if rule is None or (rule.role == "progress" and rule.severity.value == "info"):
                 continue
             count = h["count"]
             if echo:
@@ -150,12 +150,12 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
     else:
         out.print(f"[bold]Root cause:[/] not determined — {escape(str(rc.get('reason')))}")
     shown = rows if verbose else _interesting(rows, rc.get("rank"))
-    out.print("[bold]Timeline[/] (per rank: first anomaly, last progress, how the log ends)")
+    out.print("[bold]Timeline[/] (per rank: how its log ends, first anomaly, last progress)")
     for r in shown:
         fa, lp = r["first_anomaly"], r["last_progress"]
         first = f"{(fa.get('ts') or '?')[11:19]} {fa.get('rule') or 'error'}" if fa else "none"
-        prog = f"step {lp.get('step')} at {(lp.get('ts') or '?')[11:19]}" if lp else "none"
-        out.print(f"  rank {r['rank']:>4}  ends {r['ends']:<12} first anomaly: {escape(first):<24} last progress: {escape(prog)}")
+        prog = f"step {lp.get('step')} @ {(lp.get('ts') or '?')[11:19]}" if lp else "none"
+        out.print(f"  rank {r['rank']:>4}  {r['ends']:<12} first: {escape(first):<18} progress: {escape(prog)}")
     if len(shown) < len(rows):
         out.print(f"  … {len(rows) - len(shown)} more rank(s) (use -v or --json)")
     out.print("")

@@ -38,7 +38,7 @@ TORCH_NPU_RE = re.compile(
 )
 # Python logging as mindformers configures it: `2024-01-01 10:00:00,000 - mindformers[x] - INFO - msg`.
 PYLOG_RE = re.compile(
-    r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),(?P<ms>\d{3}) - (?P<module>[\w.\[\]/-]+) - "
+    r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),(?P<ms>\d{3}) - (?P<module>[\w.:\[\]/-]+) - "
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?P<msg>.*)$"
 )
 PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): ?(?P<msg>.*)$")

@@ -39,7 +39,7 @@ GENERIC_MARKERS = (
     rb"\[ERROR\]", rb"\[CRITICAL\]", rb"\[EXCEPTION\]", rb"Traceback \(most recent call last\)",
     rb"(?:Error|Exception): ", rb"(?:Error|Exception):$",
 )  # fmt: skip
-PID_RE = re.compile(r"\((\d+)[,:]")
+BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
 TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
 CLUSTER_UP = "Cluster is successfully initialized"  # logged by every rank at the same moment (clock anchor)
 
@@ -164,14 +164,17 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, block: bytes
         if rule.role == "progress":
             step = int(m.groups["step"]) if m.groups.get("step", "").isdigit() else None
             ev = _event(rule.id, "progress", rule.severity.value, lineno, text.strip(), ts, ts_text, m.groups, step=step)
-            st.progress_count += 1
+            st.progress_count += 0 if st.progress_last is not None and st.progress_last["line"] == lineno else 1
             if st.progress_first is None:
                 st.progress_first = ev
             st.progress_last = ev
             st.recent.clear()
             st.recent_first = []
-            continue
-        ev = _event(rule.id, rule.role, rule.severity.value, lineno, text.strip(), ts, ts_text, m.groups, pid=rec.pid)
+            if rule.severity.value == "info":
+                continue  # plain progress; a progress rule with a severity (e.g. overflow) is also a hit
+            ev = dict(ev, pid=rec.pid)
+        else:
+            ev = _event(rule.id, rule.role, rule.severity.value, lineno, text.strip(), ts, ts_text, m.groups, pid=rec.pid)
         h = st.hits.get(rule.id)
         if h is None:
             h = st.hits[rule.id] = {"count": 1, "first": ev, "last": ev, "pids": {}}
@@ -198,7 +201,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, block: bytes
             st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
                                   ts, ts_text, exc_type=rec.exc_type or ""))  # fmt: skip
         return
-    if not classified and rec.level in ("ERROR", "CRITICAL", "EXCEPTION"):
+    if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)):
         st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text))
 
 
@@ -246,7 +249,7 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
                 if not head:
                     head = block[:HEAD]
                     sample = head[:65536]
-                    if sample.count(b"\x00") > len(sample) // 100 or _mostly_binary(sample):
+                    if _mostly_binary(sample):
                         out["skipped"].append({"file": path, "reason": "binary content (not a text log)"})
                         out["readable"] = False
                         out["size"] = size
