@@ -1,0 +1,153 @@
+"""Checks over ``ckpt.*`` facts (rules CKPT601-605): replica drift, naming, shapes, unreadable files, NaN.
+
+Pure functions of the facts snapshot (see ``msdoctor/facts/checkpoint.py`` for its shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from msdoctor.engine.facts import Facts
+from msdoctor.engine.model import Evidence, Hit
+
+# Hugging Face names LayerNorm and Embedding parameters differently from MindSpore's nn.LayerNorm
+# (gamma/beta) and nn.Embedding (embedding_table): seed §2.3, MindSpore's nn API.
+HF_MS_LEAVES = (("weight", "gamma"), ("bias", "beta"), ("weight", "embedding_table"))
+
+
+def _readable(facts: Facts) -> list[dict[str, Any]]:
+    return [f for f in facts.need("ckpt.files") if not f.get("error")]
+
+
+def _label(f: Mapping[str, Any]) -> str:
+    return f"rank {f['rank']} ({f['path']})" if f.get("rank") is not None else str(f["path"])
+
+
+def _rank(f: Mapping[str, Any]) -> int | None:
+    r = f.get("rank")
+    return r if isinstance(r, int) else None
+
+
+def replicas_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """Files that should be identical replicas hold different values for the same parameter."""
+    tol = float(params.get("tolerance", 0.0))
+    top = int(params.get("max_listed", 5))
+    ref_path = facts.need("ckpt.reference")
+    for f in _readable(facts):
+        if f["path"] == ref_path:
+            continue
+        diffs = sorted(
+            ((name, p["diff"]) for name, p in f["params"].items() if p.get("diff") is not None and p["diff"] > tol),
+            key=lambda nd: -nd[1],
+        )
+        if not diffs:
+            continue
+        listed = ", ".join(f"{name} (max |Δ| {d:.3g})" for name, d in diffs[:top])
+        more = f" and {len(diffs) - top} more" if len(diffs) > top else ""
+        yield Hit(
+            message=f"{_label(f)} differs from the reference {ref_path} in {len(diffs)} parameter(s): {listed}{more}",
+            evidence=tuple(Evidence(text=f"{name}: max |Δ| = {d:.6g} (tolerance {tol:g})", file=f["path"]) for name, d in diffs[:top]),
+            rank=_rank(f),
+            data={"reference": ref_path, "file": f["path"], "params": {n: d for n, d in diffs}, "tolerance": tol},
+        )
+
+
+def _hf_pairs(only_a: Iterable[str], only_b: Iterable[str]) -> list[tuple[str, str]]:
+    """Pairs (a, b) whose names differ only by a Hugging Face vs MindSpore leaf name."""
+    b_set = set(only_b)
+    pairs = []
+    for a in only_a:
+        stem, dot, leaf = a.rpartition(".")
+        for hf, ms in HF_MS_LEAVES:
+            other = ms if leaf == hf else hf if leaf == ms else None
+            if other is not None and f"{stem}{dot}{other}" in b_set:
+                pairs.append((a, f"{stem}{dot}{other}"))
+    return pairs
+
+
+def names_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """Parameter names present in some files and missing in others (and the HF↔MindSpore naming pattern)."""
+    top = int(params.get("max_listed", 5))
+    files = _readable(facts)
+    if len(files) < 2:
+        return
+    ref = files[0]
+    ref_names = set(ref["params"])
+    for f in files[1:]:
+        names = set(f["params"])
+        only_ref, only_f = sorted(ref_names - names), sorted(names - ref_names)
+        if not only_ref and not only_f:
+            continue
+        pairs = _hf_pairs(only_ref, only_f)
+        hint = ""
+        if pairs:
+            shown = ", ".join(f"{a} ↔ {b}" for a, b in pairs[:top])
+            hint = (
+                f"; {len(pairs)} differ only by Hugging Face vs MindSpore naming (weight/bias vs gamma/beta"
+                f" or embedding_table): {shown}"
+            )
+        yield Hit(
+            message=(
+                f"{_label(ref)} and {_label(f)} hold different parameter names: {len(only_ref)} only in the"
+                f" first, {len(only_f)} only in the second{hint}"
+            ),
+            evidence=tuple(
+                [Evidence(text=f"only in {ref['path']}: {n}", file=ref["path"]) for n in only_ref[:top]]
+                + [Evidence(text=f"only in {f['path']}: {n}", file=f["path"]) for n in only_f[:top]]
+            ),
+            rank=_rank(f),
+            data={"reference": ref["path"], "file": f["path"], "only_reference": only_ref, "only_file": only_f,
+                  "naming_pairs": [list(p) for p in pairs]},
+        )  # fmt: skip
+
+
+def shapes_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """The same parameter name with another shape (a sharded slice vs the full tensor, or another model)."""
+    top = int(params.get("max_listed", 5))
+    files = _readable(facts)
+    if len(files) < 2:
+        return
+    ref = files[0]
+    for f in files[1:]:
+        bad = [
+            (n, ref["params"][n]["shape"], p["shape"])
+            for n, p in f["params"].items()
+            if n in ref["params"] and ref["params"][n]["shape"] != p["shape"]
+        ]
+        if not bad:
+            continue
+        listed = ", ".join(f"{n} {a}→{b}" for n, a, b in bad[:top])
+        yield Hit(
+            message=f"{_label(f)}: {len(bad)} parameter(s) have another shape than in {ref['path']}: {listed}",
+            evidence=tuple(Evidence(text=f"{n}: {a} in reference, {b} here", file=f["path"]) for n, a, b in bad[:top]),
+            rank=_rank(f),
+            data={"reference": ref["path"], "file": f["path"], "shapes": {n: [a, b] for n, a, b in bad}},
+        )
+
+
+def unreadable(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """A checkpoint file that cannot be read (truncated, corrupt, not a checkpoint)."""
+    for f in facts.need("ckpt.files"):
+        if f.get("error"):
+            yield Hit(
+                message=f"{_label(f)} cannot be read: {f['error']}",
+                evidence=(Evidence(text=str(f["error"]), file=f["path"]),),
+                rank=_rank(f),
+                data={"file": f["path"]},
+            )
+
+
+def nonfinite_values(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """Parameters holding NaN or Inf: the run diverged before this save."""
+    top = int(params.get("max_listed", 5))
+    for f in _readable(facts):
+        bad = [(n, p["nonfinite"]) for n, p in f["params"].items() if p.get("nonfinite")]
+        if bad:
+            listed = ", ".join(f"{n} ({c} values)" for n, c in bad[:top])
+            yield Hit(
+                message=f"{_label(f)}: {len(bad)} parameter(s) hold NaN/Inf: {listed}",
+                evidence=tuple(Evidence(text=f"{n}: {c} non-finite values", file=f["path"]) for n, c in bad[:top]),
+                rank=_rank(f),
+                data={"file": f["path"], "params": dict(bad)},
+            )

@@ -1,0 +1,138 @@
+"""Collector: checkpoints of several ranks → per-file, per-parameter statistics (``ckpt.*`` facts).
+
+MindSpore is imported lazily, only to read ``.ckpt`` files; ``.safetensors`` files are read with the
+``safetensors`` package. The collector measures and never judges: for each parameter it records shape,
+dtype, float64 sum / sum of squares / max-abs, the count of non-finite values and, against the first
+readable file (the reference), the maximum absolute element difference. Whether a difference is a
+fault is the checks' decision (``msdoctor/checks/ckpt.py``).
+
+Facts:
+  ``ckpt.files``      list of {path, rank, format, error, params: {name: {shape, dtype, sum, sumsq,
+                      maxabs, nonfinite, diff}}}; ``error`` is the reader's message for an unreadable file
+  ``ckpt.reference``  path of the reference file (first readable), or Unknown when none is readable
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from msdoctor.engine.facts import Facts
+from msdoctor.errors import InputError
+
+SUFFIXES = (".ckpt", ".safetensors")
+RANK_RE = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+
+
+def expand(paths: Sequence[str | Path]) -> list[Path]:
+    """Files as given; folders contribute their ``*.ckpt`` / ``*.safetensors`` files (recursively, sorted)."""
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in SUFFIXES)
+            if not found:
+                raise InputError(f"{p}: no .ckpt or .safetensors files in this folder")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InputError(f"{p}: no such file or folder")
+    return files
+
+
+def rank_of(path: Path) -> int | None:
+    """The rank a path names (``rank_3/…``, ``…rank3.ckpt``); the innermost mention wins."""
+    for part in reversed(path.parts):
+        m = RANK_RE.search(part)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _read_ckpt(path: Path) -> Iterator[tuple[str, np.ndarray, str]]:
+    import mindspore as ms
+
+    params = ms.load_checkpoint(str(path))
+    for name, param in params.items():
+        dtype = str(param.dtype)
+        try:
+            arr = param.asnumpy()
+        except (TypeError, RuntimeError):  # bfloat16 has no NumPy dtype: compare it as float32
+            arr = param.astype(ms.float32).asnumpy()
+        yield name, arr, dtype
+
+
+def _read_safetensors(path: Path) -> Iterator[tuple[str, np.ndarray, str]]:
+    from safetensors.numpy import load_file
+
+    for name, arr in load_file(str(path)).items():
+        yield name, arr, str(arr.dtype)
+
+
+def _stats(arr: np.ndarray) -> dict[str, Any]:
+    a = np.asarray(arr)
+    if a.dtype == np.bool_:
+        a = a.astype(np.int8)
+    finite = np.isfinite(a) if np.issubdtype(a.dtype, np.floating) else np.ones(a.shape, bool)
+    x = np.where(finite, a, 0).astype(np.float64)
+    return {
+        "shape": list(a.shape),
+        "sum": float(x.sum()),
+        "sumsq": float((x * x).sum()),
+        "maxabs": float(np.abs(x).max()) if x.size else 0.0,
+        "nonfinite": int(a.size - int(finite.sum())),
+    }
+
+
+def _max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+    d = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+    if not d.size:
+        return 0.0
+    # NaN on one side and a number on the other is a difference; NaN on both sides is not.
+    both_nan = np.isnan(a) & np.isnan(b) if np.issubdtype(np.asarray(a).dtype, np.floating) else False
+    d = np.where(both_nan, 0.0, d)
+    return float(np.nanmax(np.where(np.isnan(d), np.inf, d)))
+
+
+def collect_checkpoints(paths: Sequence[str | Path]) -> Facts:
+    """Read every file; one unreadable file becomes an ``error`` entry, the others are still compared."""
+    facts = Facts()
+    files = expand(paths)
+    entries: list[dict[str, Any]] = []
+    reference: dict[str, np.ndarray] | None = None
+    reference_path: str | None = None
+    for path in files:
+        fmt = "safetensors" if path.suffix == ".safetensors" else "ckpt"
+        entry: dict[str, Any] = {"path": str(path), "rank": rank_of(path), "format": fmt, "error": None, "params": {}}
+        reader = _read_safetensors if fmt == "safetensors" else _read_ckpt
+        arrays: dict[str, np.ndarray] = {}
+        try:
+            for name, arr, dtype in reader(path):
+                arrays[name] = arr
+                entry["params"][name] = dict(_stats(arr), dtype=dtype)
+        # Readers raise ValueError/RuntimeError/OSError (and safetensors its own error type) for
+        # corrupt input; whatever the reason, the file is reported unreadable with the reader's text.
+        except Exception as exc:  # noqa: BLE001
+            entry["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
+            entry["params"] = {}
+            arrays = {}
+        if entry["error"] is None:
+            if reference is None:
+                reference, reference_path = arrays, str(path)
+            else:
+                for name, arr in arrays.items():
+                    ref = reference.get(name)
+                    same = ref is not None and ref.shape == arr.shape
+                    entry["params"][name]["diff"] = _max_abs_diff(ref, arr) if same else None
+        entries.append(entry)
+    facts.set("ckpt.files", entries, "checkpoint")
+    if reference_path is None:
+        facts.unknown("ckpt.reference", "no checkpoint could be read", "checkpoint")
+    else:
+        facts.set("ckpt.reference", reference_path, "checkpoint")
+    return facts

@@ -1,0 +1,117 @@
+"""`msdoctor ckpt` on real MindSpore checkpoints (see conftest.build_checkpoints)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from msdoctor.cli import main
+from msdoctor.engine.facts import Facts
+from msdoctor.facts.checkpoint import collect_checkpoints, rank_of
+
+
+def ckpt_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
+    code = main(["ckpt", *argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def rules_of(payload: dict) -> set[str]:
+    return {f["rule"] for f in payload["findings"]}
+
+
+def test_identical_replicas_pass(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["rank0"]), str(ckpts["rank1"]))
+    assert code == 0 and out["findings"] == []
+    assert {"CKPT601", "CKPT602", "CKPT603", "CKPT604", "CKPT605"} <= set(out["passed"])
+    assert [f["rank"] for f in out["files"]] == [0, 1] and out["reference"] == str(ckpts["rank0"])
+
+
+def test_drifted_gamma_is_named_with_its_difference(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["rank0"]), str(ckpts["rank1"]), str(ckpts["drift"]))
+    assert code == 1
+    (f,) = [f for f in out["findings"] if f["rule"] == "CKPT601"]
+    assert f["rank"] == 2 and "1.gamma" in f["message"]
+    assert list(f["data"]["params"]) == ["1.gamma"]
+    assert f["data"]["params"]["1.gamma"] == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_tolerance_accepts_small_drift(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["rank0"]), str(ckpts["drift"]), "--tolerance", "0.01")
+    assert code == 0 and "CKPT601" not in rules_of(out)
+    assert main(["ckpt", str(ckpts["rank0"]), "--tolerance", "-1"]) == 2
+    assert "tolerance" in capsys.readouterr().err
+
+
+def test_hf_naming_is_recognised(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["rank0"]), str(ckpts["hf"]))
+    (f,) = [f for f in out["findings"] if f["rule"] == "CKPT602"]
+    assert sorted(map(tuple, f["data"]["naming_pairs"])) == [("1.beta", "1.bias"), ("1.gamma", "1.weight")]
+    assert "Hugging Face" in f["message"] and code == 0  # a warning, not an error
+
+
+def test_shape_difference(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["rank0"]), str(ckpts["wide"]))
+    (f,) = [f for f in out["findings"] if f["rule"] == "CKPT603"]
+    assert f["data"]["shapes"]["0.weight"] == [[3, 4], [6, 4]] and code == 1
+    assert "CKPT601" not in rules_of(out)  # different shapes are not compared element-wise
+
+
+def test_truncated_file_is_a_finding_and_the_rest_is_compared(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["trunc"]), str(ckpts["rank0"]), str(ckpts["drift"]))
+    assert code == 1
+    (bad,) = [f for f in out["findings"] if f["rule"] == "CKPT604"]
+    assert bad["rank"] == 3 and "corrupted" in bad["message"]
+    assert out["reference"] == str(ckpts["rank0"])  # the first *readable* file
+    assert "CKPT601" in rules_of(out)
+
+
+def test_nan_parameters(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["rank0"]), str(ckpts["nan"]))
+    (f,) = [f for f in out["findings"] if f["rule"] == "CKPT605"]
+    assert f["data"]["params"] == {"0.weight": 1} and f["rank"] == 4 and code == 1
+    assert out["findings"][0]["rule"] in {"CKPT601", "CKPT605"}
+
+
+def test_safetensors_compares_with_ckpt(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["rank0"]), str(ckpts["safetensors"]))
+    assert code == 0 and out["findings"] == [], out["findings"]
+    assert out["files"][1]["format"] == "safetensors" and out["files"][1]["params"] == 4
+
+
+def test_folder_expansion_and_facts_replay(ckpts: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snap = tmp_path / "facts.json"
+    code = main(["ckpt", str(ckpts["rank0"].parent), str(ckpts["drift"].parent), "--dump-facts", str(snap)])
+    text = capsys.readouterr().out
+    assert code == 1 and "CKPT601" in text and "1.gamma" in text
+    code, out = ckpt_json(capsys, "--facts", str(snap))
+    assert code == 1 and rules_of(out) == {"CKPT601"}
+    assert Facts.load(snap).need("ckpt.reference") == str(ckpts["rank0"])
+
+
+@pytest.mark.parametrize("argv", [["/nonexistent/x.ckpt"], [], ["--facts", "/nonexistent.json"]])
+def test_bad_input_exits_2(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ckpt", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("msdoctor ckpt:") and len(err.strip().splitlines()) == 1
+
+
+def test_empty_folder_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ckpt", str(tmp_path)]) == 2
+    assert "no .ckpt or .safetensors" in capsys.readouterr().err
+
+
+def test_garbage_file_only_is_reported_not_raised(tmp_path: Path) -> None:
+    junk = tmp_path / "rank_7" / "junk.ckpt"
+    junk.parent.mkdir()
+    junk.write_bytes(bytes(range(256)) * 4)
+    facts = collect_checkpoints([junk])
+    (entry,) = facts.need("ckpt.files")
+    assert entry["error"] and entry["rank"] == 7 and not facts.is_known("ckpt.reference")
+
+
+def test_rank_of() -> None:
+    assert rank_of(Path("ckpt/rank_12/net.ckpt")) == 12
+    assert rank_of(Path("out/net_rank3.ckpt")) == 3
+    assert rank_of(Path("out/net.ckpt")) is None
