@@ -389,6 +389,26 @@ def ckpt_disk_free(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )
 
 
+def dataset_workers_per_rank(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """DATA102: the ranks of one node share too few CPUs for each rank's default dataset workers."""
+    cpus = int(facts.need("host.cpu_count"))
+    affinity = facts.get_known("host.cpu_affinity")
+    usable = min(cpus, int(affinity)) if affinity else cpus
+    devices = facts.need("ascend.devices")
+    if not devices:
+        raise Missing("ascend.devices", "no /dev/davinci devices: the number of ranks on this node is unknown")
+    ranks = len(devices)
+    default = min(int(params.get("default_workers", 8)), cpus)  # MindSpore's own default: min(8, CPU count)
+    per_rank = usable // ranks
+    if per_rank < default:
+        yield Hit(
+            message=f"{ranks} ranks share {usable} CPUs ({per_rank} per rank) but each rank's dataset operations "
+            f"default to min(8, cpu_count) = {default} workers: set num_parallel_workers <= {max(1, per_rank)}",
+            evidence=(_ev(facts, "host.cpu_count"), _ev(facts, "host.cpu_affinity"), _ev(facts, "ascend.devices")),
+            data={"cpus": usable, "ranks": ranks, "per_rank": per_rank, "default_workers": default},
+        )
+
+
 # -- across nodes -------------------------------------------------------------------------------
 
 

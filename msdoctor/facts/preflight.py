@@ -31,7 +31,7 @@ class Group:
 
 
 GROUPS: tuple[Group, ...] = (
-    Group("host", "Host", ("MEM101", "MEM102", "DATA101")),
+    Group("host", "Host", ("MEM101", "MEM102", "DATA101", "DATA102")),
     Group("packages", "Python packages", ("ENV103", "ENV104")),
     Group("cann", "CANN, driver and NPUs", ("ENV101", "ENV102", "ENV105", "ENV106")),
     Group("env", "Launch environment", ("ENV107", "ENV108", "COMM101", "COMM102", "COMM103", "COMM104")),

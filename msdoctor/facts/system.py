@@ -177,6 +177,25 @@ def _os_release(root: Path) -> tuple[str, str] | None:
     return (name, str(path)) if name else None
 
 
+def _cpuinfo(root: Path) -> int | None:
+    """Processors listed in an emulated node's ``proc/cpuinfo``."""
+    try:
+        text = under(root, "proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    n = len(re.findall(r"^processor\s*:", text, re.M))
+    return n or None
+
+
+def _meminfo(root: Path) -> dict[str, int] | None:
+    try:
+        text = under(root, "proc/meminfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    out = {m.group(1): int(m.group(2)) * 1024 for m in re.finditer(r"^(\w+):\s+(\d+)\s*kB", text, re.M)}
+    return out if "MemTotal" in out else None
+
+
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
@@ -215,18 +234,34 @@ def collect_host(root: Path, ckpt_dir: str | None = None) -> Facts:
         facts.set("host.os", platform.platform(), "platform.platform()")
     else:
         facts.unknown("host.os", "no etc/os-release under the root", str(root))
-    facts.set("host.arch", platform.machine(), "platform.machine() (live host)")
+    facts.set("host.arch", platform.machine(), "platform.machine()" + ("" if live else " (live host)"))
 
     import psutil
 
-    facts.set("host.cpu_count", os.cpu_count() or 0, "os.cpu_count() (live host)")
-    try:
-        vm = psutil.virtual_memory()
-        facts.set("host.mem.total_bytes", int(vm.total), "psutil.virtual_memory (live host)")
-        facts.set("host.mem.available_bytes", int(vm.available), "psutil.virtual_memory (live host)")
-    except (OSError, RuntimeError) as exc:
-        facts.unknown("host.mem.total_bytes", f"psutil failed: {exc}", "psutil")
-        facts.unknown("host.mem.available_bytes", f"psutil failed: {exc}", "psutil")
+    cpuinfo, meminfo = (None, None) if live else (_cpuinfo(root), _meminfo(root))
+    if cpuinfo:
+        facts.set("host.cpu_count", cpuinfo, str(under(root, "proc/cpuinfo")))
+        facts.set("host.cpu_affinity", cpuinfo, str(under(root, "proc/cpuinfo")))
+    else:
+        where = "" if live else " (live host: no proc/cpuinfo under the root)"
+        facts.set("host.cpu_count", os.cpu_count() or 0, "os.cpu_count()" + where)
+        try:
+            facts.set("host.cpu_affinity", len(os.sched_getaffinity(0)), "sched_getaffinity(0)" + where)
+        except (AttributeError, OSError) as exc:
+            facts.unknown("host.cpu_affinity", f"sched_getaffinity: {exc}", "os")
+    if meminfo:
+        src = str(under(root, "proc/meminfo"))
+        facts.set("host.mem.total_bytes", meminfo.get("MemTotal"), src)
+        facts.set("host.mem.available_bytes", meminfo.get("MemAvailable"), src)
+    else:
+        where = "" if live else " (live host: no proc/meminfo under the root)"
+        try:
+            vm = psutil.virtual_memory()
+            facts.set("host.mem.total_bytes", int(vm.total), "psutil.virtual_memory" + where)
+            facts.set("host.mem.available_bytes", int(vm.available), "psutil.virtual_memory" + where)
+        except (OSError, RuntimeError) as exc:
+            facts.unknown("host.mem.total_bytes", f"psutil failed: {exc}", "psutil")
+            facts.unknown("host.mem.available_bytes", f"psutil failed: {exc}", "psutil")
 
     if live:
         try:

@@ -65,6 +65,12 @@ def devices(root: Path, n: int) -> None:
     write(root / "dev/davinci_manager", "")
 
 
+def cpus_mem(root: Path, cpus: int, mem_gib: int) -> None:
+    write(root / "proc/cpuinfo", "".join(f"processor\t: {i}\nBogoMIPS\t: 200.00\n\n" for i in range(cpus)))
+    kb = mem_gib * 1024 * 1024
+    write(root / "proc/meminfo", f"MemTotal:       {kb} kB\nMemFree:        {kb // 2} kB\nMemAvailable:   {kb * 3 // 4} kB\n")
+
+
 def mounts(root: Path, shm: str) -> None:
     write(root / "proc/mounts", f"overlay / overlay rw,relatime 0 0\nshm /dev/shm tmpfs rw,nosuid,nodev,size={shm} 0 0\n")
 
@@ -88,7 +94,8 @@ GOOD_UFW = [
 
 def node(name: str, *, python: str = "3.10", ms: str | None = "2.10.0", numpy: str = "1.26.4",
          protobuf: str = "7.36.2", cann_v: tuple[str, str] | None = ("8.5.0.1.100", "8.5.0"),
-         drv: str = "25.2.0", ndev: int = 8, shm: str = "16g", fw: list[str] | None = None,
+         drv: str = "25.2.0", ndev: int = 8, shm: str = "16g", cpus: int = 192, mem_gib: int = 1536,
+         fw: list[str] | None = None,
          nft: str | None = None) -> Path:  # fmt: skip
     root = HERE / name
     if root.exists():
@@ -100,6 +107,7 @@ def node(name: str, *, python: str = "3.10", ms: str | None = "2.10.0", numpy: s
         driver(root, drv)
     devices(root, ndev)
     mounts(root, shm)
+    cpus_mem(root, cpus, mem_gib)
     ufw(root, GOOD_UFW if fw is None else fw)
     if nft is not None:
         write(root / "etc/nftables.conf", nft)
@@ -116,7 +124,7 @@ def main() -> None:
     node("numpy2", numpy="2.1.3")  # allowed by 2.10's METADATA, breaks its binaries
     node("py39", python="3.9")  # no cp39 wheel of 2.10.0
     node("old-driver", drv="24.1.rc2")  # CANN 8.5.0 on an HDK it does not list
-    node("cramped", shm="64m")  # a container's default /dev/shm
+    node("cramped", shm="64m", cpus=16, mem_gib=128)  # a container: default /dev/shm, 16 CPUs for 8 NPUs
     node("firewall", fw=[
         "-A ufw-user-input -p tcp --dport 22 -j ACCEPT",
         "-A ufw-user-input -p udp --dport 4791 -j DROP",

@@ -100,6 +100,7 @@ def cases() -> dict[str, tuple[Facts, Facts]]:
         "MEM101": (snap(root="cramped"), good),
         "MEM102": (disk, disk_ok),
         "DATA101": (good, nofile_ok),
+        "DATA102": (snap(root="cramped"), good),
         "RT101": (snap(rank_table="with_comments.json"), snap(rank_table="good_2x8.json")),
         "RT102": (snap(rank_table="seed_hccl.json"), snap(rank_table="good_2x8.json")),
         "RT103": (snap(rank_table="server_count_mismatch.json"), snap(rank_table="good_2x8.json")),

@@ -123,6 +123,7 @@ def test_clean_91_node_is_silent_about_the_node(capsys):
         ("py39", "ENV103", "Python 3.9"),
         ("old-driver", "ENV106", "24.1.rc2"),
         ("cramped", "MEM101", "64 MiB"),
+        ("cramped", "DATA102", "8 ranks share 16 CPUs (2 per rank)"),
         ("firewall", "COMM106", "UDP 4791"),
         ("firewall", "COMM107", "TCP 8118"),
         ("nft-drop", "COMM106", "UDP 4791"),

@@ -152,3 +152,11 @@ def test_npu_smi_never_run_under_an_emulated_root():
     facts = ascend.collect_devices(ROOTS / "good")
     assert facts["ascend.devices"] == list(range(8))
     assert "not run under --root" in facts["ascend.npu_smi"].reason
+
+
+def test_emulated_cpus_and_memory_come_from_the_root():
+    facts = system.collect_host(ROOTS / "cramped")
+    assert facts["host.cpu_count"] == 16 and facts["host.mem.total_bytes"] == 128 * 2**30
+    assert facts.source("host.cpu_count").endswith("proc/cpuinfo")
+    live = system.collect_host(Path("/"))
+    assert "live host" not in live.source("host.cpu_count")
