@@ -156,6 +156,14 @@ def cann_env_sourced(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         raise Missing("cann.installed", "CANN not installed")
     flags: dict[str, bool] = facts.need("cann.env_sourced")
     missing = [k for k, ok in flags.items() if not ok]
+    if facts.get_known("cann.ascend_home_exists") is False:
+        home = facts.get_known("cann.ascend_home_path")
+        yield Hit(
+            message=f"ASCEND_HOME_PATH={home} does not exist on this node: MindSpore reads "
+            "$ASCEND_HOME_PATH/compiler/version.info and skips its CANN version check when it is missing",
+            evidence=(_ev(facts, "cann.ascend_home_path"), _ev(facts, "cann.ascend_home_exists")),
+            data={"ascend_home_path": home},
+        )
     if missing:
         tk = facts.get_known("cann.toolkit.path", "/usr/local/Ascend/ascend-toolkit/latest")
         yield Hit(

@@ -50,6 +50,8 @@ def collect_cann(root: Path, environ: Mapping[str, str]) -> Facts:
     facts = Facts()
     home = environ.get("ASCEND_HOME_PATH")
     facts.set("cann.ascend_home_path", home, "env ASCEND_HOME_PATH")
+    # MindSpore >= 2.7.2 reads $ASCEND_HOME_PATH/compiler/version.info; a stale path skips its check.
+    facts.set("cann.ascend_home_exists", under(root, home).is_dir() if home else None, f"{root} + ASCEND_HOME_PATH")
     candidates: list[str] = ([home] if home else []) + list(TOOLKIT_DIRS)
     toolkit = next((c for c in candidates if under(root, c).is_dir()), None)
     if toolkit is None:

@@ -154,6 +154,7 @@ def test_no_cann_root_is_not_evaluated_never_passed(capsys):
         ("bad-hccl", "COMM103", "HCCL_WHITELIST_FILE is not set"),
         ("seed", "COMM104", "HCCL_OVER_OFI"),
         ("no-setenv", "ENV102", "ASCEND_HOME_PATH"),
+        ("stale-home", "ENV102", "ASCEND_HOME_PATH=/usr/local/Ascend/ascend-toolkit/8.0.RC2 does not exist"),
         ("no-device-id", "ENV107", "DEVICE_ID not exported"),
         ("bad-ranks", "ENV107", "RANK_ID=8 is not below RANK_SIZE=8"),
         ("bad-ranks", "ENV107", "DEVICE_ID=9"),
