@@ -93,8 +93,8 @@ def names_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                 f" first, {len(only_f)} only in the second{hint}"
             ),
             evidence=tuple(
-                [Evidence(text=f"only in {ref['path']}: {n}", file=ref["path"]) for n in only_ref[:top]]
-                + [Evidence(text=f"only in {f['path']}: {n}", file=f["path"]) for n in only_f[:top]]
+                [Evidence(text=f"only here: {n}", file=ref["path"]) for n in only_ref[:top]]
+                + [Evidence(text=f"only here: {n}", file=f["path"]) for n in only_f[:top]]
             ),
             rank=_rank(f),
             data={"reference": ref["path"], "file": f["path"], "only_reference": only_ref, "only_file": only_f,
