@@ -295,6 +295,14 @@ def _int(v: str | None) -> int | None:
     return int(v) if v is not None and re.fullmatch(r"\s*\d+\s*", v) else None
 
 
+def parse_visible(value: str | None) -> list[int] | None:
+    """``ASCEND_RT_VISIBLE_DEVICES="0,1,2"`` → [0, 1, 2]; None when unset or not a list of ids."""
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    return [int(p) for p in parts] if parts and all(p.isdigit() for p in parts) else None
+
+
 def rank_variables(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV107: DEVICE_ID / RANK_ID / RANK_SIZE missing, malformed or inconsistent."""
     env: dict[str, str] = facts.need("env.vars")
@@ -321,7 +329,16 @@ def rank_variables(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     if rid is not None and size is not None and rid >= size:
         yield Hit(message=f"RANK_ID={rid} is not below RANK_SIZE={size}", evidence=(ev("RANK_ID"), ev("RANK_SIZE")), rank=rid)
     devices = facts.get_known("ascend.devices")
-    if dev is not None and devices and dev not in devices:
+    visible = parse_visible(env.get("ASCEND_RT_VISIBLE_DEVICES"))
+    if dev is not None and visible is not None:
+        # With ASCEND_RT_VISIBLE_DEVICES the runtime renumbers the visible NPUs 0…k-1.
+        if dev >= len(visible):
+            yield Hit(
+                message=f"DEVICE_ID={dev} but ASCEND_RT_VISIBLE_DEVICES={env['ASCEND_RT_VISIBLE_DEVICES']!r} makes only "
+                f"logical ids 0…{len(visible) - 1} visible",
+                evidence=(ev("DEVICE_ID"), ev("ASCEND_RT_VISIBLE_DEVICES")),
+            )
+    elif dev is not None and devices and dev not in devices:
         yield Hit(
             message=f"DEVICE_ID={dev} but this node has /dev/davinci{{{','.join(map(str, devices))}}}: "
             "set device fails ('valid device range is [0, N)')",

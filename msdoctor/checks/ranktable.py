@@ -221,3 +221,29 @@ def super_pods(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
             if sid not in known:
                 yield Hit(message=f"super_pod {p['super_pod_id']!r} lists server_id {sid!r}, which is not in server_list",
                           evidence=(_ev(f"super_pod_list: super_pod_id {p['super_pod_id']!r} server_id {sid!r}", facts),))  # fmt: skip
+
+
+def visible_devices(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """RT111: the NPUs visible to the process (ASCEND_RT_VISIBLE_DEVICES) do not match the table."""
+    from msdoctor.checks.env import parse_visible
+
+    env: dict[str, str] = facts.need("env.vars")
+    raw = env.get("ASCEND_RT_VISIBLE_DEVICES")
+    if raw is None:
+        raise Missing("env.vars", "ASCEND_RT_VISIBLE_DEVICES not set (all NPUs visible)")
+    visible = parse_visible(raw)
+    ev = Evidence(text=f"ASCEND_RT_VISIBLE_DEVICES={raw!r}", fact="env.vars")
+    if visible is None or len(set(visible)) != len(visible):
+        yield Hit(message=f"ASCEND_RT_VISIBLE_DEVICES={raw!r} is not a comma-separated list of distinct NPU ids", evidence=(ev,))
+        return
+    local = facts.get_known("ascend.devices") or []
+    absent = [v for v in visible if local and v not in local]
+    if absent:
+        yield Hit(message=f"ASCEND_RT_VISIBLE_DEVICES names NPU(s) {absent} that this node does not have "
+                  f"(/dev/davinci{{{','.join(map(str, local))}}})", evidence=(ev,))  # fmt: skip
+    counts = {s["server_id"]: len(s["devices"]) for s in _servers(facts)}
+    if counts and len(visible) not in counts.values():
+        shown = ", ".join(f"{k}: {v}" for k, v in counts.items())
+        yield Hit(message=f"{len(visible)} NPU(s) visible to the process but every server of the rank table lists "
+                  f"another number of devices ({shown})", evidence=(ev, _ev(f"devices per server: {shown}", facts)),
+                  data={"visible": visible, "per_server": counts})  # fmt: skip

@@ -35,7 +35,7 @@ GROUPS: tuple[Group, ...] = (
     Group("packages", "Python packages", ("ENV103", "ENV104")),
     Group("cann", "CANN, driver and NPUs", ("ENV101", "ENV102", "ENV105", "ENV106")),
     Group("env", "Launch environment", ("ENV107", "ENV108", "COMM101", "COMM102", "COMM103", "COMM104")),
-    Group("ranktable", "Rank table", tuple(f"RT{n}" for n in range(101, 111))),
+    Group("ranktable", "Rank table", tuple(f"RT{n}" for n in range(101, 112))),
     Group("network", "Network", ("COMM105", "COMM106", "COMM107")),
 )
 COMPARE_GROUP = Group("compare", "Across nodes", ("ENV109", "COMM108", "COMM109"))

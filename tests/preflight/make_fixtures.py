@@ -110,6 +110,7 @@ def cases() -> dict[str, tuple[Facts, Facts]]:
         "RT107": (snap(rank_table="rank_gap.json"), snap(rank_table="good_2x8.json")),
         "RT108": (snap(rank_table="mixed_ip_family.json"), snap(rank_table="good_2x8.json")),
         "RT109": (snap(rank_table="good_1x8.json"), snap(rank_table="good_2x8.json")),
+        "RT111": (snap(env="visible-4"), snap(env="visible-8")),
         "RT110": (snap(rank_table="a3_v12_unknown_pod_server.json"), snap(rank_table="a3_v12_good.json")),
         "COMM101": (snap(env="bad-hccl"), good),
         "COMM102": (snap(env="bad-hccl"), good),

@@ -159,6 +159,8 @@ def test_no_cann_root_is_not_evaluated_never_passed(capsys):
         ("bad-ranks", "ENV107", "RANK_ID=8 is not below RANK_SIZE=8"),
         ("bad-ranks", "ENV107", "DEVICE_ID=9"),
         ("bad-ranks", "ENV107", "MS_WORKER_NUM=16 differs from RANK_SIZE=8"),
+        ("visible-4", "ENV107", "makes only logical ids 0…3 visible"),
+        ("visible-4", "RT111", "4 NPU(s) visible"),
         ("msrun-bad", "ENV108", "MS_ROLE='WORKER'"),
         ("msrun-bad", "ENV108", "MS_SCHED_PORT='80'"),
         ("msrun-bad", "ENV108", "MS_SCHED_HOST"),
@@ -175,6 +177,11 @@ def test_seed_exports_are_not_errors(capsys):
     found = rules(payload)
     assert "COMM101" not in found and "COMM103" not in found
     assert [f["severity"] for f in found["COMM104"]] == ["info"]
+
+
+def test_visible_devices_matching_the_table_pass(capsys):
+    _, payload, _ = pf(capsys, *node("good", "visible-8"))
+    assert "RT111" in payload["passed"] and "ENV107" in payload["passed"]
 
 
 def test_msrun_worker_environment_needs_no_device_export(capsys):
