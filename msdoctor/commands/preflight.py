@@ -19,7 +19,7 @@ from msdoctor.engine.facts import Facts
 from msdoctor.engine.model import Finding, NotEvaluated, Severity, sort_findings
 from msdoctor.errors import InputError, UsageError
 from msdoctor.facts.preflight import COMPARE_GROUP, GROUPS, Group, Options, collect, flatten
-from msdoctor.report.render import STYLE, console, exit_code, json_payload, marks, print_json
+from msdoctor.report.render import STYLE, console, exit_code, json_payload, marks, print_json, utf8_ok
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -122,11 +122,29 @@ def summary(group: str, f: Facts) -> str:
     return ""
 
 
+_ASCII = str.maketrans({"—": "-", "–": "-", "−": "-", "…": "...", "≥": ">=", "≤": "<=", "×": "x", "↔": "<->",
+                        "→": "->", "’": "'", "“": '"', "”": '"'})  # fmt: skip
+
+
+class _Out:
+    """Print through rich; on a stdout that is not UTF-8, transliterate so nothing fails to encode."""
+
+    def __init__(self, console_: Any, utf8: bool) -> None:
+        self.console, self.utf8 = console_, utf8
+        self.encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+
+    def print(self, text: str) -> None:
+        if not self.utf8:
+            text = text.translate(_ASCII).encode(self.encoding, "replace").decode(self.encoding)
+        self.console.print(text)
+
+
 def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Facts, verbose: bool, elapsed_ms: float) -> None:
     from rich.markup import escape
 
-    out = console()
-    out.soft_wrap = True  # one line per group even when stdout is a pipe (80 columns otherwise)
+    console_ = console()
+    console_.soft_wrap = True  # one line per group even when stdout is a pipe (80 columns otherwise)
+    out = _Out(console_, utf8_ok())
     m = marks()
     sym = {"ok": m["ok"], "warning": m["warning"], "error": m["error"], "not_evaluated": m["skip"]}
     style = {"ok": "green", "warning": STYLE["warning"], "error": STYLE["error"], "not_evaluated": "dim"}

@@ -83,6 +83,18 @@ def test_text_view_one_line_per_group_and_ascii_fallback():
     assert "evidence:" not in r.out and "evidence:" in v.out
 
 
+def test_non_utf8_stdout_gets_ascii_marks_and_no_encoding_error():
+    import os
+
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    env.pop("MSDOCTOR_ASCII", None)
+    r = run_cli("preflight", "--no-npu-smi", *node("cann-8.0rc2", "bad-hccl"), "--rank-table", str(RT / "rank_gap.json"),
+                env=env, timeout=120)  # fmt: skip
+    assert r.rc == 1 and "Traceback" not in r.err, r.err[-500:]
+    assert "[x] CANN, driver and NPUs - CANN 8.0.RC2" in r.out and "0...7" in r.out
+    r.out.encode("ascii")  # every character printable on that stream
+
+
 # -- emulated nodes -------------------------------------------------------------------------------
 
 
@@ -279,6 +291,7 @@ def test_rank_table_from_env_that_does_not_exist_is_a_finding(capsys, tmp_path):
         (["--facts", str(RT / "truncated.json")], "not valid JSON"),
         (["--facts", str(RT / "good_2x8.json")], "not an msdoctor facts snapshot"),
         (["--compare", str(RT / "good_2x8.json")], "at least two"),
+        (["--root", str(ROOTS / "good"), "--dump-facts", "/nonexistent-dir/x.json"], "cannot write"),
     ],
 )
 def test_bad_input_exit_2_one_line(args, text):
