@@ -57,7 +57,8 @@ def hccl_ranges(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
             yield Hit(message=f"{name}={env[name]!r} must be one of {', '.join(allowed)}", evidence=(_var(env, name),),
                       data={"variable": name, "value": env[name]})  # fmt: skip
     tc = env.get("HCCL_RDMA_TC")
-    if tc is not None and (_num(tc) is None or _num(tc) % 4 != 0 or not 0 <= (_num(tc) or 0) <= 255):  # type: ignore[operator]
+    tc_n = _num(tc) if tc is not None else None
+    if tc is not None and (tc_n is None or tc_n % 4 != 0 or not 0 <= tc_n <= 255):
         yield Hit(message=f"HCCL_RDMA_TC={tc!r} must be a multiple of 4 in [0, 255]", evidence=(_var(env, "HCCL_RDMA_TC"),))
     if env.get("HCCL_INTRA_PCIE_ENABLE") == "1" and env.get("HCCL_INTRA_ROCE_ENABLE") == "1":
         yield Hit(message="HCCL_INTRA_PCIE_ENABLE and HCCL_INTRA_ROCE_ENABLE cannot both be 1",

@@ -91,8 +91,11 @@ def summary(group: str, f: Facts) -> str:
     if group == "packages":
         parts = []
         for name in ("mindspore", "mindformers", "numpy", "protobuf"):
-            v = k(f"pkg.{name}.version", "unknown") if f.is_known(f"pkg.{name}.version") or f"pkg.{name}.version" not in f else "unknown"
-            parts.append(f"{name} {v if v is not None else 'not installed'}")
+            fact = f"pkg.{name}.version"
+            if not f.is_known(fact):
+                parts.append(f"{name} unknown")
+            else:  # None is a known fact: looked where pip installs, found nothing
+                parts.append(f"{name} {f[fact] if f[fact] is not None else 'not installed'}")
         return ", ".join(parts)
     if group == "cann":
         if k("cann.installed") is False:
