@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
             comm_ops=facts.get_known("profile.comm_ops"), comm_groups=facts.get_known("profile.comm_groups"),
             links=facts.get_known("profile.links"), data_gaps=facts.get_known("profile.data_gaps"),
             files=facts.get_known("profile.files"), compare=facts.get_known("profile.compare"),
+            memory=facts.get_known("profile.memory"), dataset=facts.get_known("profile.dataset"),
             passed=ev.passed, **extra,
         ))  # fmt: skip
         return int(exit_code(ev.findings))

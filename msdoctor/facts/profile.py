@@ -184,6 +184,19 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
     kops = pd.concat([d for d in (kops, cops) if not d.empty], ignore_index=True) if not (kops.empty and cops.empty) else kops
     tops = pt.trace_ops(con, set(kd_files) | set(cpu_files))
     ops = pd.concat([d for d in (kops, tops) if not d.empty], ignore_index=True) if not (kops.empty and tops.empty) else kops
+    small: dict[str, dict[int, Path]] = {"memory_record": {}, "dataset": {}}
+    for rd in disc.ranks:
+        for key, found in small.items():
+            p = rd.files.get(key)
+            if p is not None:
+                skip = check_csv(p, key, rd.rank)
+                if skip:
+                    skipped.append(skip)
+                else:
+                    found[rd.rank] = p
+    memory, mskips = pt.memory_peaks(con, small["memory_record"])
+    dataset, dskips = pt.dataset_rows(con, small["dataset"])
+    skipped += mskips + dskips
     con.close()
 
     # -- facts -----------------------------------------------------------------------------------
@@ -225,6 +238,14 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
         facts.unknown(f"{P}.top_ops", "no kernel_details.csv and no op events in the traces", SRC)
     else:
         facts.set(f"{P}.top_ops", an.top_ops(ops), SRC)
+    if memory:
+        facts.set(f"{P}.memory", memory, SRC)
+    else:
+        facts.unknown(f"{P}.memory", "no readable memory_record.csv (profile_memory=True writes it)", SRC)
+    if dataset:
+        facts.set(f"{P}.dataset", dataset, SRC)
+    else:
+        facts.unknown(f"{P}.dataset", "no readable dataset.csv (written when dataset ops ran with data_process)", SRC)
     facts.set(f"{P}.groups", [{"id": k, **v} for k, v in sorted(groups.items())], SRC)
     return ProfileData(disc, facts, steps, summary, skipped, recovered, traces)
 

@@ -123,7 +123,7 @@ def discover(root: Path) -> Discovery:
             rd.files["profiler_info"] = info
         out = folder / "ASCEND_PROFILER_OUTPUT"
         for key in ("trace_view", "step_trace_time", "kernel_details", "op_statistic", "communication",
-                    "communication_matrix", "dataset"):  # fmt: skip
+                    "communication_matrix", "memory_record", "dataset"):  # fmt: skip
             p = folder / SCHEMA["files"][key]["path"]
             if p.is_file():
                 rd.files[key] = p

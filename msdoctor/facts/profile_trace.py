@@ -312,6 +312,39 @@ def cpu_type_ops(con: duckdb.DuckDBPyConnection, files: dict[int, Path]) -> tupl
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)), skips
 
 
+def memory_peaks(con: duckdb.DuckDBPyConnection, files: dict[int, Path]) -> tuple[list[dict[str, Any]], list[Skip]]:
+    """Per rank: peak Total Allocated / Reserved (MB) from memory_record.csv."""
+    rows, skips = [], []
+    for r, p in sorted(files.items()):
+        try:
+            a, b, n = con.execute(
+                'SELECT max(TRY_CAST("Total Allocated(MB)" AS DOUBLE)), max(TRY_CAST("Total Reserved(MB)" AS DOUBLE)), '
+                "count(*) FROM read_csv($p, header=true, all_varchar=true)", {"p": str(p)}).fetchone() or (None, None, 0)  # fmt: skip
+        except duckdb.Error as exc:
+            skips.append(Skip(str(p), f"format not known: DuckDB could not read it ({str(exc).splitlines()[0][:160]})", r))
+            continue
+        if a is None:
+            skips.append(Skip(str(p), "no numeric Total Allocated(MB) values", r))
+            continue
+        rows.append({"rank": r, "peak_allocated_mb": round(a, 3), "peak_reserved_mb": round(b or 0.0, 3), "records": int(n)})
+    return rows, skips
+
+
+def dataset_rows(con: duckdb.DuckDBPyConnection, files: dict[int, Path]) -> tuple[list[dict[str, Any]], list[Skip]]:
+    """dataset.csv: per rank and dataset stage, occurrences and mean time (µs)."""
+    rows, skips = [], []
+    for r, p in sorted(files.items()):
+        try:
+            df = con.execute('SELECT "Operation", "Stage", TRY_CAST("Occurrences" AS BIGINT) AS n, '
+                             'TRY_CAST("Avg. time (us)" AS DOUBLE) AS avg_us FROM read_csv($p, header=true, all_varchar=true)',
+                             {"p": str(p)}).fetchall()  # fmt: skip
+        except duckdb.Error as exc:
+            skips.append(Skip(str(p), f"format not known: DuckDB could not read it ({str(exc).splitlines()[0][:160]})", r))
+            continue
+        rows += [{"rank": r, "operation": op, "stage": st, "occurrences": n, "avg_us": avg} for op, st, n, avg in df]
+    return rows, skips
+
+
 def read_small_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
     return con.execute("SELECT * FROM read_csv($p, header=true, all_varchar=true)", {"p": str(path)}).df()
 

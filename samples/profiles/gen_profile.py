@@ -298,6 +298,15 @@ class RankWriter:
             for row in step_rows:
                 f.write(",".join(str(row[0]) if i == 0 else f"{v:.3f}" for i, v in enumerate(row)) + "\n")
         self.write_op_statistic(stats)
+        with (self.out / "memory_record.csv").open("w") as f:
+            f.write("Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),Total Active(MB),Device Type\n")
+            for i in range(len(step_rows)):
+                alloc = 20_000.0 + 500.0 * i + 100.0 * self.rank
+                f.write(f"MindSpore,{fmt(EPOCH_US + i * 1000.0)},{alloc:.3f},{alloc + 4096:.3f},{alloc:.3f},NPU:{self.rank % 8}\n")
+        with (self.out / "dataset.csv").open("w") as f:
+            f.write("Operation,Stage,Occurrences,Avg. time (us),Custom Info\n")
+            f.write(f"Pipeline,get_next,{cfg.steps},{cfg.data_ms * 1000:.3f},\n")
+            f.write(f"BatchOp,batch,{cfg.steps},{cfg.data_ms * 800:.3f},\n")
         (self.out / "communication.json").write_text(json.dumps(comm, indent=1))
         (self.out / "communication_matrix.json").write_text(json.dumps(matrix, indent=1))
         if cfg.truncate_rank == self.rank:

@@ -125,3 +125,15 @@ def test_real_cpu_profile(tmp_path):
     assert ops["AllReduce"]["count"] == 36  # 18 per rank in cpu_op_type_info (3 active steps × 6 buckets)
     assert d.facts["profile.comm_ops"][0]["type"] == "allreduce"
     assert not d.facts.is_known("profile.links")  # no communication_matrix on CPU: unknown, not zero
+
+
+def test_memory_and_dataset_files(make_tree, tmp_path):
+    root = make_tree("mem", ranks=2, steps=3, kernels=8)
+    facts = collect(root, tmp_path).facts
+    mem = {m["rank"]: m for m in facts["profile.memory"]}
+    # the generator writes 20000 + 500·i + 100·rank MB allocated, reserved 4096 MB more
+    assert mem[1]["peak_allocated_mb"] == pytest.approx(21100.0) and mem[1]["peak_reserved_mb"] == pytest.approx(25196.0)
+    ds = [d for d in facts["profile.dataset"] if d["rank"] == 0]
+    assert ds[0] == {"rank": 0, "operation": "Pipeline", "stage": "get_next", "occurrences": 3, "avg_us": 1000.0}
+    cpu = collect(CPU_SAMPLE, tmp_path).facts
+    assert not cpu.is_known("profile.memory")  # not written without profile_memory: unknown, not 0
