@@ -437,12 +437,16 @@ def dataset_workers_per_rank(facts: Facts, params: Mapping[str, Any]) -> Iterato
 # -- across nodes -------------------------------------------------------------------------------
 
 
-def differing(facts: Facts, prefixes: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
-    """Fact names (under ``prefixes``) whose value differs between the compared nodes."""
+def differing(
+    facts: Facts, prefixes: tuple[str, ...], exclude: tuple[str, ...] = ()
+) -> list[tuple[str, dict[str, Any]]]:
+    """Fact names (under ``prefixes``, not under ``exclude``) whose value differs between the compared nodes."""
     nodes: dict[str, dict[str, Any]] = facts.need("compare.nodes")
     if len(nodes) < 2:
         raise Missing("compare.nodes", "fewer than two snapshots to compare")
-    names = sorted({k for vals in nodes.values() for k in vals if k.startswith(prefixes)})
+    names = sorted(
+        {k for vals in nodes.values() for k in vals if k.startswith(prefixes) and not (exclude and k.startswith(exclude))}
+    )
     out = []
     for name in names:
         per = {node: vals.get(name, "<absent>") for node, vals in nodes.items()}
@@ -456,6 +460,18 @@ def versions_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     for name, per in differing(facts, tuple(params.get("prefixes", ("pkg.", "cann.", "ascend.", "host.python")))):
         yield Hit(
             message=f"{name} differs across nodes: " + ", ".join(f"{n}={v}" for n, v in per.items()),
+            evidence=tuple(Evidence(text=f"{n}: {v}", fact=name) for n, v in per.items()),
+            data={"fact": name, "values": per},
+        )
+
+
+def other_vars_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """ENV110 (info): any other launch variable that differs between nodes (per-rank ones excluded)."""
+    prefixes = tuple(params.get("prefixes", ("env.vars.",)))
+    exclude = tuple(params.get("exclude", ()))
+    for name, per in differing(facts, prefixes, exclude):
+        yield Hit(
+            message=f"{name.removeprefix('env.vars.')} differs across nodes: " + ", ".join(f"{n}={v}" for n, v in per.items()),
             evidence=tuple(Evidence(text=f"{n}: {v}", fact=name) for n, v in per.items()),
             data={"fact": name, "values": per},
         )

@@ -38,7 +38,7 @@ GROUPS: tuple[Group, ...] = (
     Group("ranktable", "Rank table", tuple(f"RT{n}" for n in range(101, 112))),
     Group("network", "Network", ("COMM105", "COMM106", "COMM107")),
 )
-COMPARE_GROUP = Group("compare", "Across nodes", ("ENV109", "COMM108", "COMM109"))
+COMPARE_GROUP = Group("compare", "Across nodes", ("ENV109", "ENV110", "COMM108", "COMM109"))
 
 
 @dataclass

@@ -97,6 +97,10 @@ def cases() -> dict[str, tuple[Facts, Facts]]:
         "ENV107": (snap(env="no-device-id"), good),
         "ENV108": (snap(env="msrun-bad"), snap(env="msrun-worker")),
         "ENV109": (compare(("node-a", good), ("node-b", node_b)), compare(("node-a", good), ("node-b", snap()))),
+        "ENV110": (
+            compare(("node-a", good), ("node-b", snap(env="no-setenv"))),
+            compare(("node-a", snap(env="visible-4")), ("node-b", snap(env="visible-8"))),
+        ),
         "MEM101": (snap(root="cramped"), good),
         "MEM102": (disk, disk_ok),
         "DATA101": (good, nofile_ok),

@@ -325,6 +325,8 @@ def test_compare_reports_every_difference(capsys, tmp_path):
     var = {h["data"]["fact"] for h in found["COMM109"]}
     assert {"env.vars.HCCL_CONNECT_TIMEOUT", "env.vars.HCCL_OVER_OFI"} <= var
     assert set(found["ENV109"][0]["data"]["values"]) == {"a", "b"}  # nodes named after their snapshots
+    other = {h["data"]["fact"] for h in found["ENV110"]}
+    assert "env.vars.RANK_TABLE_FILE" in other and not any(o.startswith("env.vars.HCCL_") for o in other)
     assert rc == 1 and [g["group"] for g in payload["groups"]] == ["compare"]
     rc, payload, _ = pf(capsys, "--compare", str(a), str(a))
     assert rc == 0 and not payload["findings"]
