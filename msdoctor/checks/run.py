@@ -65,6 +65,14 @@ def _fmt_s(x: float) -> str:
     return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.1f} s"
 
 
+def _clock(t: Any) -> str:
+    """Wall-clock time of an event (UTC), stable across polls unlike a growing duration."""
+    import datetime as dt
+
+    x = num(t)
+    return "?" if x is None else dt.datetime.fromtimestamp(x, dt.timezone.utc).strftime("%H:%M:%S UTC")
+
+
 def _mib(x: float) -> str:
     return f"{x / 2**20:.1f} MiB"
 
@@ -140,9 +148,9 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         r0 = active[k0]
         yield Hit(
             message=(
-                f"all {len(active)} ranks stopped at step {pos[k0][0]} in phase {r0.get('phase')!r} for "
-                f"{stalled[k0]:.0f} s and none is behind the others: a collective every rank waits in, or the same "
-                "hang in every rank"
+                f"all {len(active)} ranks stopped at step {pos[k0][0]} in phase {r0.get('phase')!r} since "
+                f"{_clock(r0.get('last_progress_t'))} and none is behind the others: a collective every rank waits "
+                "in, or the same hang in every rank"
             ),
             evidence=tuple(
                 Evidence(f"rank {k}: phase {active[k].get('phase')!r} at {where_of(k)}, "
@@ -160,8 +168,8 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         stack = stacks.get(k)
         ev = [
             Evidence(
-                f"rank {k}: no progress for {stalled[k]:.0f} s (threshold {threshold:.0f} s) in phase "
-                f"{r.get('phase')!r} of step {pos[k][0]}; last completed step {r.get('last_step')}",
+                f"rank {k}: no progress since {_clock(r.get('last_progress_t'))} (over the {threshold:.0f} s threshold) "
+                f"in phase {r.get('phase')!r} of step {pos[k][0]}; last completed step {r.get('last_step')}",
                 fact="run.ranks",
             ),
             Evidence(f"rank {k} main thread at {where_of(k)}", fact="run.ranks"),
@@ -284,7 +292,29 @@ def exception_raised(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
             data.update(classified_as=rule.id, role=rule.role)
         else:
             data["role"] = "root"
+            blocker = _stopped_before(facts, k, e)
+            if blocker is not None:
+                # raised while waiting in a collective for a rank that had stopped: a consequence
+                o, since = blocker
+                data.update(role="consequence", waiting_for=int(o))
+                msg += f" — while waiting in phase {e.get('phase')!r} for rank {o}, which stopped progressing at {_clock(since)}"
+                ev.append(Evidence(f"rank {o} made no progress from {_clock(since)} until this exception", fact="run.ranks"))
         yield Hit(message=msg, evidence=tuple(ev), rank=int(k), step=e.get("step"), data=data)
+
+
+def _stopped_before(facts: Facts, k: str, e: Mapping[str, Any]) -> tuple[str, float] | None:
+    """Another rank that stopped progressing well before this rank's exception (in a waiting phase)."""
+    if e.get("phase") not in ("collective", "step", "allreduce", "sync") or num(e.get("t")) is None:
+        return None
+    ranks = facts.get_known("run.ranks", {}) or {}
+    t = float(e["t"])
+    for o, r in sorted(ranks.items(), key=lambda kv: int(kv[0])):
+        since = num(r.get("last_progress_t"))
+        if o == k or since is None or (r.get("ended") is not None and float(r["ended"]) <= t):
+            continue
+        if t - since >= 5.0 and (num(r.get("last_seen_t")) or 0.0) >= since:
+            return o, since
+    return None
 
 
 # -- NUM201 non-finite, NUM202 loss spike, NUM203 underflow / loss-scale collapse -----------------------
@@ -523,7 +553,12 @@ def straggler(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         d = [own[k][s] - own[fastest][s] for s in window]
         excess, noise = median(d), mad(d)
         score = excess / max(noise, float(params["noise_floor_s"]))
-        if excess < max(float(params["min_excess_s"]), float(params["min_rel"]) * typical) or score < float(params["k_mad"]):
+        # persistent: slower than the fastest rank by at least half the excess on most steps (a sign
+        # test that survives the heavy-tailed noise of shared hosts, where the MAD alone is too wide)
+        persistent = sum(1 for x in d if x >= excess / 2) / len(d)
+        if excess < max(float(params["min_excess_s"]), float(params["min_rel"]) * typical):
+            continue
+        if score < float(params["k_mad"]) and persistent < float(params["min_persistent"]):
             continue
         if len(own) >= 3 and (meds[k] - across_med) < float(params["k_mad"]) * max(across_mad, float(params["noise_floor_s"])):
             continue  # with three or more ranks it must also stand out from the median rank
@@ -532,17 +567,18 @@ def straggler(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         yield Hit(
             message=(
                 f"rank {k} is a straggler from step {onset}: its own work takes {_fmt_s(excess)} more per step "
-                f"than the fastest rank {fastest} (median over {len(window)} steps; {score:.0f}× the noise), "
+                f"than the fastest rank {fastest} (median over {len(window)} steps), "
                 "and every other rank waits that long in the collective"
             ),
             evidence=(
                 Evidence(f"rank {k}: median own time {_fmt_s(meds[k])} per step vs rank {fastest}: {_fmt_s(meds[fastest])} "
                          "(step time minus collective wait and data wait)", fact="run.series"),
-                Evidence(f"difference to rank {fastest}: median {_fmt_s(excess)}, MAD {_fmt_s(noise)}", fact="run.series"),
+                Evidence(f"difference to rank {fastest}: median {_fmt_s(excess)}, MAD {_fmt_s(noise)}, "
+                         f"slower on {persistent:.0%} of the steps", fact="run.series"),
             ),
             rank=int(k),
             step=onset,
-            data={"excess_s": excess, "score": score, "fastest": int(fastest)},
+            data={"excess_s": excess, "score": score, "persistent": persistent, "fastest": int(fastest)},
         )
 
 

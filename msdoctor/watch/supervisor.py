@@ -66,6 +66,7 @@ class Supervisor:
         self.not_evaluated: list[NotEvaluated] = []
         self.first_seen: dict[tuple[str, int | None], float] = {}
         self._written: dict[tuple[str, int | None], tuple[float, tuple[Any, ...]]] = {}
+        self._updates: dict[tuple[str, int | None], int] = {}  # lines written per rule × rank
         self.write = write
         self.write_error: str | None = None
         self.hook_errors: list[str] = []
@@ -93,8 +94,6 @@ class Supervisor:
             if old is None:
                 self.first_seen[key] = t
                 new.append(f)
-            else:
-                f.count = old.count
             f.data.setdefault("first_seen", self.first_seen[key])
             self.findings[key] = f
             self._record(key, f, t, force=old is None)
@@ -194,11 +193,12 @@ class Supervisor:
             return
         if not force and last is not None and not ignore_rate and t - last[0] < self.opts.update_interval_s:
             return  # rate limit: the update is written at the next allowed time or by flush()
-        f.count = 1 if last is None else f.count + 1
+        n = self._updates.get(key, 0) + 1
+        self._updates[key] = n
         self._written[key] = (t, sig)
         if not self.write:
             return
-        line = dict(f.to_dict(), t=t, first_seen=self.first_seen.get(key, t), update=f.count)
+        line = dict(f.to_dict(), t=t, first_seen=self.first_seen.get(key, t), update=n)
         try:
             with open(self.run_dir / FINDINGS_FILE, "ab") as fh:
                 fh.write(orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY) + b"\n")

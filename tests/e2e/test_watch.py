@@ -1,0 +1,133 @@
+"""Live diagnosis end to end: every injection of the real trainer (2 ranks under msrun) is named by
+its rule with the right rank and step; a clean run is silent; the hung rank is named, with its
+stack, before the framework's own collective timeout.
+
+The runs are shared with the trainer's tests through ``train_run`` (one msrun job per scenario).
+Scenario entries below are only defaults, used when the trainer's tests have not defined the name.
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from msdoctor_trainer.inject import parse_inject
+from tests.conftest import run_cli
+from tests.e2e.conftest import SCENARIOS
+
+for _name, _args in {
+    "clean": ["--workers", "2", "--steps", "10"],
+    "hang": ["--workers", "2", "--steps", "12", "--inject", "hang:rank=1,step=6"],
+    "nan": ["--workers", "2", "--steps", "8", "--inject", "nan:rank=1,step=4"],
+    "crash": ["--workers", "2", "--steps", "8", "--inject", "crash:rank=1,step=4"],
+    "shape": ["--workers", "2", "--steps", "3", "--inject", "shape"],
+    "straggler": ["--workers", "2", "--steps", "12", "--inject", "straggler:rank=1,ms=800"],
+    "data-stall": ["--workers", "2", "--steps", "12", "--inject", "data-stall:rank=1,ms=400"],
+    "mem-leak": ["--workers", "2", "--steps", "12", "--inject", "mem-leak:rank=1,mb=64"],
+    "desync-layernorm": ["--workers", "2", "--steps", "6", "--inject", "desync-layernorm"],
+    "seed-mismatch": ["--workers", "2", "--steps", "3", "--inject", "seed-mismatch"],
+}.items():
+    SCENARIOS.setdefault(_name, _args)
+
+pytestmark = pytest.mark.e2e
+
+
+def _inject(name: str) -> dict:
+    args = SCENARIOS[name]
+    spec = args[args.index("--inject") + 1]
+    return parse_inject(spec).params
+
+
+def _report(run_dir) -> dict:
+    r = run_cli("report", str(run_dir), "--json")
+    assert r.rc in (0, 1), r.err
+    return r.json()
+
+
+def _live(run_dir) -> list[dict]:
+    path = run_dir / "findings.jsonl"
+    return [orjson.loads(x) for x in path.read_bytes().splitlines()] if path.exists() else []
+
+
+def _run_findings(payload: dict) -> list[tuple[str, int | None, int | None]]:
+    """Findings of the live rules (ids 2xx) only."""
+    return sorted((f["rule"], f["rank"], f["step"]) for f in payload["findings"] if f["rule"][-3] == "2")
+
+
+def test_hang_named_with_stack_before_the_framework_timeout(train_run):
+    run_dir, res = train_run("hang")
+    inj = _inject("hang")
+    live = [f for f in _live(run_dir) if f["rule"] == "COMM201"]
+    assert live, res.err
+    first = live[0]
+    assert (first["rank"], first["step"]) == (inj["rank"], inj["step"])
+    # rank 0 fails only when its collective times out; the hang was named before that
+    r0 = [orjson.loads(x) for x in (run_dir / "events" / "rank_0.jsonl").read_bytes().splitlines()]
+    framework_failure = min(e["t"] for e in r0 if e["kind"] in ("exception", "end") or e.get("status") == "failed")
+    assert first["first_seen"] < framework_failure
+    assert first["first_seen"] - first["data"]["t"] < 15  # time to diagnosis from the rank's last progress
+    last = live[-1]
+    stack = next(e["text"] for e in last["evidence"] if e["text"].startswith("stack of rank"))
+    assert "trainer/train.py" in stack and "train" in stack
+    assert "trainer/train.py" in (run_dir / "events" / f"rank_{inj['rank']}.stack.txt").read_text()
+    p = _report(run_dir)
+    assert (p["root_cause"]["rule"], p["root_cause"]["rank"]) == ("COMM201", inj["rank"])
+    # the peer's collective failure is reported as a consequence, not as a second root
+    for f in p["findings"]:
+        if f["rule"] == "COMM203" and f["rank"] != inj["rank"]:
+            assert f["data"]["role"] == "consequence", f["message"]
+
+
+@pytest.mark.parametrize(
+    "name,rule,step_of",
+    [
+        ("nan", "NUM201", "step"),
+        ("crash", "COMM202", "step"),
+        ("straggler", "PERF201", None),
+        ("data-stall", "DATA201", None),
+        ("mem-leak", "MEM201", None),
+    ],
+)
+def test_injection_named_on_its_rank_and_step(train_run, name, rule, step_of):
+    run_dir, res = train_run(name)
+    inj = _inject(name)
+    p = _report(run_dir)
+    got = [(r, rank, step) for r, rank, step in _run_findings(p) if r == rule]
+    assert [(r, rank) for r, rank, _ in got] == [(rule, inj["rank"])], (_run_findings(p), res.err[-2000:])
+    step = got[0][2]
+    if step_of:
+        assert step == inj[step_of]
+    else:  # faults present from the first step: named from the first steps after the warm-up cut
+        assert step is not None and 1 <= step <= 4
+    assert p["root_cause"]["rule"] == rule and p["root_cause"]["rank"] == inj["rank"]
+    assert {(f["rule"], f["rank"]) for f in _live(run_dir)} >= {(rule, inj["rank"])}  # found live too
+
+
+def test_shape_error_classified_on_every_rank(train_run):
+    run_dir, _ = train_run("shape")
+    p = _report(run_dir)
+    shape = [f for f in p["findings"] if f["rule"] == "COMM203"]
+    assert sorted(f["rank"] for f in shape) == [0, 1]
+    assert all(f["data"].get("classified_as") == "PAR001" and f["step"] == 1 for f in shape)
+
+
+def test_layernorm_desync_names_the_parameters(train_run):
+    run_dir, _ = train_run("desync-layernorm")
+    p = _report(run_dir)
+    (f,) = [f for f in p["findings"] if f["rule"] == "PAR201"]
+    assert f["rank"] == 1 and f["step"] == 5  # the first checksum after step 0 (every 5 steps)
+    assert f["data"]["params"] and all("norm" in n or "ln" in n for n in f["data"]["params"])
+    assert not [x for x in p["findings"] if x["rule"] == "PAR202"]
+
+
+def test_seed_mismatch_at_step_0(train_run):
+    run_dir, _ = train_run("seed-mismatch")
+    p = _report(run_dir)
+    assert ("PAR202", 1, 0) in _run_findings(p)
+    assert not [x for x in p["findings"] if x["rule"] == "PAR201"]  # drift after a bad init is not re-reported
+
+
+def test_clean_run_has_no_live_finding(train_run):
+    run_dir, res = train_run("clean")
+    assert res.rc == 0, res.err[-2000:]
+    assert _run_findings(_report(run_dir)) == [] and _live(run_dir) == []
