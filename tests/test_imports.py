@@ -91,3 +91,12 @@ def test_wrapper_detects_heavy_imports(tmp_path: Path) -> None:
     r = run_command(["rules", "--json"], tmp_path, preimport="textual")
     assert r["code"] == 0
     assert "textual" in r["heavy"]
+
+
+def test_ckpt_replay_does_not_import_mindspore(tmp_path: Path) -> None:
+    """MindSpore is imported only to read .ckpt files, never to judge a facts snapshot."""
+    need("ckpt")
+    snapshot = Path(__file__).parent / "rules" / "fixtures" / "CKPT601.fire.json"
+    r = run_command(["ckpt", "--facts", str(snapshot), "--json"], tmp_path)
+    assert r["code"] == 1 and '"CKPT601"' in str(r["stdout"]), r["stderr"]
+    assert r["heavy"] == [], f"msdoctor ckpt --facts imported {r['heavy']}"
