@@ -52,7 +52,14 @@ def collect_cann(root: Path, environ: Mapping[str, str]) -> Facts:
     facts.set("cann.ascend_home_path", home, "env ASCEND_HOME_PATH")
     # MindSpore >= 2.7.2 reads $ASCEND_HOME_PATH/compiler/version.info; a stale path skips its check.
     facts.set("cann.ascend_home_exists", under(root, home).is_dir() if home else None, f"{root} + ASCEND_HOME_PATH")
-    candidates: list[str] = ([home] if home else []) + list(TOOLKIT_DIRS)
+    # Newer CANN releases may install as /usr/local/Ascend/cann-<ver> (+ a `cann` link) instead of
+    # ascend-toolkit/latest; the newest such directory is tried last.
+    cann_dirs = sorted((p for p in under(root, "usr/local/Ascend").glob("cann*") if p.is_dir()), reverse=True)
+    candidates: list[str] = (
+        [v for v in (home, environ.get("ASCEND_TOOLKIT_HOME")) if v]
+        + list(TOOLKIT_DIRS)
+        + ["/" + str(p.relative_to(root)) for p in cann_dirs]
+    )
     toolkit = next((c for c in candidates if under(root, c).is_dir()), None)
     if toolkit is None:
         reason = f"CANN not installed: none of {', '.join('/' + c.lstrip('/') for c in candidates)} under {root}"

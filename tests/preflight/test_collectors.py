@@ -160,3 +160,13 @@ def test_emulated_cpus_and_memory_come_from_the_root():
     assert facts.source("host.cpu_count").endswith("proc/cpuinfo")
     live = system.collect_host(Path("/"))
     assert "live host" not in live.source("host.cpu_count")
+
+
+def test_cann_found_under_a_versioned_directory(tmp_path):
+    tk = tmp_path / "usr/local/Ascend/cann-9.1.0"
+    (tk / "compiler").mkdir(parents=True)
+    (tk / "version.cfg").write_text("toolkit_running_version=[9.1.0.1.100:9.1.0]\n")
+    (tk / "compiler/version.info").write_text("Version=9.1.0.1.100\n")
+    facts = ascend.collect_cann(tmp_path, {})
+    assert facts["cann.toolkit.path"] == "/usr/local/Ascend/cann-9.1.0"
+    assert facts["cann.toolkit.version"] == "9.1.0" and facts["cann.compiler.version"] == "9.1.0.1.100"
