@@ -43,6 +43,8 @@ def _rank_line(r: Mapping[str, Any]) -> str:
 def comm_exposed(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF301: communication not hidden by compute takes too much of the step."""
     ranks = facts.need("profile.ranks")
+    if len(ranks) > 1:
+        facts.need("profile.comm_ops")  # no collective seen anywhere: the comm column was not measured
     if not ranks:
         return
     mean = statistics.fmean(r["comm_ratio"] for r in ranks)

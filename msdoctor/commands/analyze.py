@@ -137,6 +137,8 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
                       f"{r['comm_ms']:.1f}", f"{r['comm_overlapped_ms']:.1f}", f"{r['free_ms']:.1f}",
                       f"{r.get('data_ms', 0.0):.1f}", f"{100 * r['comm_ratio']:.1f}", _bar(r, scale))  # fmt: skip
         out.print(t)
+        if len(ranks) > 1 and not facts.is_known("profile.comm_ops"):
+            out.print("[yellow]no communication ops in these traces or communication.json: the comm column is not measured[/]")
         if len(shown) < len(ranks):
             out.print(f"[dim]… {len(ranks) - len(shown)} more ranks (the 32 most unusual are shown; --json has all)[/]")
     stages = facts.get_known("profile.stages") or []

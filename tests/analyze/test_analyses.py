@@ -137,3 +137,19 @@ def test_memory_and_dataset_files(make_tree, tmp_path):
     assert ds[0] == {"rank": 0, "operation": "Pipeline", "stage": "get_next", "occurrences": 3, "avg_us": 1000.0}
     cpu = collect(CPU_SAMPLE, tmp_path).facts
     assert not cpu.is_known("profile.memory")  # not written without profile_memory: unknown, not 0
+
+
+def test_real_profile_from_msdoctor_train(tmp_path):
+    """`msdoctor train --workers 2 --steps 6 --profile 2-4`: the bundled PyNative trainer's CPU profile.
+
+    Its gradient all-reduce does not appear among the CPU ops of the trace, so communication is
+    *unknown* (rules not evaluated), never a silent zero share from a missing source.
+    """
+    root = CPU_SAMPLE.parent / "train_2rank"
+    facts = collect(root, tmp_path).facts
+    assert facts["profile.world"]["ranks"] == [0, 1]
+    ops = [o["op"] for o in facts["profile.top_ops"][:3]]
+    assert "MatMul" in ops and "Mul" in ops
+    assert not facts.is_known("profile.comm_ops")
+    _, ev = findings(facts)
+    assert {"COMM302", "PERF301"} <= {n.rule for n in ev.not_evaluated}
