@@ -178,3 +178,28 @@ def launch_vars_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]
         yield Hit(message=f"{name.removeprefix('env.vars.')} differs across nodes: " + ", ".join(f"{n}={v}" for n, v in per.items()),
                   evidence=tuple(Evidence(text=f"{n}: {v}", fact=name) for n, v in per.items()),
                   data={"fact": name, "values": per})  # fmt: skip
+
+
+def hccl_host_ports(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """COMM110: HCCL's host ports are taken, or unreserved inside the kernel's ephemeral range."""
+    if facts.need("cann.installed") is False:
+        raise Missing("cann.installed", "CANN not installed: HCCL does not run on this node")
+    ports: dict[str, Any] = facts.need("net.hccl_ports")
+    base, count = int(ports["base"]), int(ports["count"])
+    span = f"{base}-{base + count - 1}"
+    if ports.get("in_use"):
+        yield Hit(message=f"HCCL host port(s) {ports['in_use']} (of {span}) are already taken on this host",
+                  evidence=(Evidence(text=str(ports), fact="net.hccl_ports"),), data={"in_use": ports["in_use"]})  # fmt: skip
+    eph: list[list[int]] = facts.need("net.ephemeral_ports")
+    reserved: list[list[int]] = facts.get_known("net.reserved_ports") or []
+    exposed = [p for p in range(base, base + count)
+               if any(lo <= p <= hi for lo, hi in eph) and not any(lo <= p <= hi for lo, hi in reserved)]  # fmt: skip
+    if exposed:
+        e = ", ".join(f"{lo}-{hi}" for lo, hi in eph)
+        yield Hit(
+            message=f"HCCL host ports {span} lie in the kernel's ephemeral range {e} and are not reserved: any outgoing "
+            f"connection can take one before HCCL binds it — `sysctl -w net.ipv4.ip_local_reserved_ports={span}`",
+            evidence=(Evidence(text=e, fact="net.ephemeral_ports"),
+                      Evidence(text=str(reserved or "none"), fact="net.reserved_ports")),  # fmt: skip
+            data={"exposed": [exposed[0], exposed[-1]], "span": span},
+        )

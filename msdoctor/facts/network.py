@@ -165,6 +165,54 @@ def collect_firewall(root: Path) -> Facts:
     return facts
 
 
+HCCL_BASE_PORT = 60000  # HCCL_IF_BASE_PORT default (faults.md §3.1)
+HCCL_PORT_COUNT = 32  # ports used from the base in CANN >= 8.2.RC1 docs (16 in older docs)
+
+
+def parse_port_ranges(text: str) -> list[list[int]]:
+    """``ip_local_port_range`` ("32768\t60999") or ``ip_local_reserved_ports`` ("8118,60000-60031")."""
+    parts = text.split()
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        return [[int(parts[0]), int(parts[1])]]
+    return _ports(text.replace("\n", ","))
+
+
+def collect_sysctl_ports(root: Path) -> Facts:
+    """The kernel's ephemeral port range and reserved ports (read under ``root``)."""
+    facts = Facts()
+    for name, rel in (("net.ephemeral_ports", "proc/sys/net/ipv4/ip_local_port_range"),
+                      ("net.reserved_ports", "proc/sys/net/ipv4/ip_local_reserved_ports")):  # fmt: skip
+        path = under(root, rel)
+        try:
+            facts.set(name, parse_port_ranges(path.read_text(encoding="utf-8", errors="replace").strip()), str(path))
+        except OSError as exc:
+            facts.unknown(name, f"{path}: {exc.strerror or exc}", str(path))
+    return facts
+
+
+def collect_hccl_ports(root: Path, environ: Mapping[str, str]) -> Facts:
+    """Which of HCCL's host ports (HCCL_IF_BASE_PORT … +31) are taken on the live host."""
+    facts = Facts()
+    raw = environ.get("HCCL_IF_BASE_PORT", "")
+    base = int(raw) if raw.isdigit() and 0 < int(raw) <= 65535 - HCCL_PORT_COUNT else HCCL_BASE_PORT
+    info: dict[str, Any] = {"base": base, "count": HCCL_PORT_COUNT, "in_use": None}
+    if root.resolve() == Path("/"):
+        in_use = []
+        for port in range(base, base + HCCL_PORT_COUNT):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                in_use.append(port)
+            finally:
+                s.close()
+        info["in_use"] = in_use
+    src = "HCCL_IF_BASE_PORT" if raw else "HCCL_IF_BASE_PORT default 60000"
+    facts.set("net.hccl_ports", info, src + (" (probed on the live host)" if info["in_use"] is not None else ""))
+    return facts
+
+
 def collect_ports(environ: Mapping[str, str], master_port: int | None) -> Facts:
     facts = Facts()
     if master_port is not None:

@@ -36,7 +36,7 @@ GROUPS: tuple[Group, ...] = (
     Group("cann", "CANN, driver and NPUs", ("ENV101", "ENV102", "ENV105", "ENV106")),
     Group("env", "Launch environment", ("ENV107", "ENV108", "COMM101", "COMM102", "COMM103", "COMM104")),
     Group("ranktable", "Rank table", tuple(f"RT{n}" for n in range(101, 112))),
-    Group("network", "Network", ("COMM105", "COMM106", "COMM107")),
+    Group("network", "Network", ("COMM105", "COMM106", "COMM107", "COMM110")),
 )
 COMPARE_GROUP = Group("compare", "Across nodes", ("ENV109", "ENV110", "COMM108", "COMM109"))
 
@@ -78,7 +78,8 @@ def collect(opts: Options) -> tuple[Facts, list[str]]:
                  lambda: ascend.collect_devices(root, opts.run_npu_smi)],  # fmt: skip
         "env": [lambda: env.collect_env(environ, env_source)],
         "ranktable": [lambda: ranktable.collect_ranktable(root, opts.rank_table, environ)],
-        "network": [lambda: network.collect_ports(environ, opts.master_port), lambda: network.collect_firewall(root)],
+        "network": [lambda: network.collect_ports(environ, opts.master_port), lambda: network.collect_firewall(root),
+                    lambda: network.collect_sysctl_ports(root), lambda: network.collect_hccl_ports(root, environ)],
     }
     timings: dict[str, float] = {}
     for key, collectors in plan.items():

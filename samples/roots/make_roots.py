@@ -71,6 +71,11 @@ def cpus_mem(root: Path, cpus: int, mem_gib: int) -> None:
     write(root / "proc/meminfo", f"MemTotal:       {kb} kB\nMemFree:        {kb // 2} kB\nMemAvailable:   {kb * 3 // 4} kB\n")
 
 
+def sysctl_ports(root: Path, reserved: str) -> None:
+    write(root / "proc/sys/net/ipv4/ip_local_port_range", "32768\t60999\n")
+    write(root / "proc/sys/net/ipv4/ip_local_reserved_ports", reserved + "\n")
+
+
 def mounts(root: Path, shm: str) -> None:
     write(root / "proc/mounts", f"overlay / overlay rw,relatime 0 0\nshm /dev/shm tmpfs rw,nosuid,nodev,size={shm} 0 0\n")
 
@@ -95,7 +100,7 @@ GOOD_UFW = [
 def node(name: str, *, python: str = "3.10", ms: str | None = "2.10.0", numpy: str = "1.26.4",
          protobuf: str = "7.36.2", cann_v: tuple[str, str] | None = ("8.5.0.1.100", "8.5.0"),
          drv: str = "25.2.0", ndev: int = 8, shm: str = "16g", cpus: int = 192, mem_gib: int = 1536,
-         fw: list[str] | None = None,
+         reserved: str = "60000-60031", fw: list[str] | None = None,
          nft: str | None = None) -> Path:  # fmt: skip
     root = HERE / name
     if root.exists():
@@ -108,6 +113,7 @@ def node(name: str, *, python: str = "3.10", ms: str | None = "2.10.0", numpy: s
     devices(root, ndev)
     mounts(root, shm)
     cpus_mem(root, cpus, mem_gib)
+    sysctl_ports(root, reserved)
     ufw(root, GOOD_UFW if fw is None else fw)
     if nft is not None:
         write(root / "etc/nftables.conf", nft)
@@ -129,6 +135,7 @@ def main() -> None:
         "-A ufw-user-input -p tcp --dport 22 -j ACCEPT",
         "-A ufw-user-input -p udp --dport 4791 -j DROP",
     ])  # default input policy DROP, 4791 dropped explicitly, 8118 / 60000+ not allowed  # fmt: skip
+    node("unreserved", reserved="")  # HCCL's 60000-60031 inside the ephemeral range, not reserved
     node("nft-drop", fw=GOOD_UFW, nft=(
         "#!/usr/sbin/nft -f\nflush ruleset\ntable inet filter {\n  chain input {\n"
         "    type filter hook input priority 0; policy accept;\n    udp dport 4791 drop\n"

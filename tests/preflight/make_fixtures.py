@@ -123,6 +123,7 @@ def cases() -> dict[str, tuple[Facts, Facts]]:
         "COMM105": (busy, snap(master_port=free_port())),
         "COMM106": (snap(root="firewall"), good),
         "COMM107": (snap(root="nft-drop"), good),
+        "COMM110": (snap(root="unreserved"), good),
         "COMM108": (
             compare(("node-a", snap(env="msrun-worker")), ("node-b", snap(env="msrun-worker-8119"))),
             compare(("node-a", snap(env="msrun-worker")), ("node-b", snap(root="clean-9.1", env="msrun-worker"))),

@@ -140,6 +140,7 @@ def test_clean_91_node_is_silent_about_the_node(capsys):
         ("firewall", "COMM107", "TCP 8118"),
         ("nft-drop", "COMM106", "UDP 4791"),
         ("nft-drop", "COMM107", "TCP 8118"),
+        ("unreserved", "COMM110", "60000-60031 lie in the kernel's ephemeral range 32768-60999 and are not reserved"),
     ],
 )
 def test_emulated_roots_fire(capsys, root, rule, text):

@@ -170,3 +170,22 @@ def test_cann_found_under_a_versioned_directory(tmp_path):
     facts = ascend.collect_cann(tmp_path, {})
     assert facts["cann.toolkit.path"] == "/usr/local/Ascend/cann-9.1.0"
     assert facts["cann.toolkit.version"] == "9.1.0" and facts["cann.compiler.version"] == "9.1.0.1.100"
+
+
+def test_port_ranges_and_hccl_ports_in_use():
+    import socket
+
+    assert network.parse_port_ranges("32768\t60999") == [[32768, 60999]]
+    assert network.parse_port_ranges("8118,60000-60031") == [[8118, 8118], [60000, 60031]]
+    assert network.parse_port_ranges("") == []
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", 0))
+    s.listen(1)
+    port = s.getsockname()[1]
+    try:
+        facts = network.collect_hccl_ports(Path("/"), {"HCCL_IF_BASE_PORT": str(port)})
+    finally:
+        s.close()
+    assert facts["net.hccl_ports"]["base"] == port and port in facts["net.hccl_ports"]["in_use"]
+    assert network.collect_hccl_ports(ROOTS / "good", {})["net.hccl_ports"]["in_use"] is None  # never probed for a root

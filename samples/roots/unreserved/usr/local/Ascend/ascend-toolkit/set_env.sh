@@ -1,0 +1,1 @@
+# CANN environment (emulated)
