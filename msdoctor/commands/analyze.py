@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 # -- terminal views (from facts only) --------------------------------------------------------------
 
 
-def _bar(r: dict[str, Any], scale: float, width: int = 20) -> str:
+def _bar(r: dict[str, Any], scale: float, width: int = 16) -> str:
     """One stacked bar per rank: compute █ (green), exposed comm █ (red), free ░ (dim)."""
     full, light = ("█", "░") if utf8_ok() else ("#", ".")
     parts = [(r["compute_ms"], "green", full), (r["comm_ms"], "red", full), (r["free_ms"], "grey50", light)]
@@ -125,11 +125,12 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
             out.print(f"[yellow]recovered[/] rank {r['rank']}: truncated trace read up to its last complete event "
                       f"({r['dropped_bytes']} bytes dropped)")  # fmt: skip
     if ranks:
-        t = Table(title="time per step (mean, ms)  [green]compute[/] [red]comm not hidden[/] [grey50]free[/]",
+        t = Table(title="time per step (mean, ms): [green]compute[/], [red]comm[/] not hidden by compute, comm "
+                        "hidden under compute, [grey50]free[/], data wait",
                   title_justify="left", box=None, pad_edge=False)  # fmt: skip
-        for c in ("rank", "stage", "step", "compute", "comm", "overlapped", "free", "data", "comm %"):
+        for c in ("rank", "stage", "step", "compute", "comm", "hidden", "free", "data", "comm%"):
             t.add_column(c, justify="right")
-        t.add_column("")
+        t.add_column("", no_wrap=True, overflow="crop")
         scale = max(r["compute_ms"] + r["comm_ms"] + r["free_ms"] for r in ranks)
         shown = ranks if len(ranks) <= 32 else sorted(ranks, key=lambda r: -abs(r.get("z_compute", 0)))[:32]
         for r in sorted(shown, key=lambda r: r["rank"]):
