@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from msdoctor.engine.facts import Facts
+from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Evidence, Hit
 
 # Hugging Face names LayerNorm and Embedding parameters differently from MindSpore's nn.LayerNorm
@@ -18,6 +18,23 @@ HF_MS_LEAVES = (("weight", "gamma"), ("bias", "beta"), ("weight", "embedding_tab
 
 def _readable(facts: Facts) -> list[dict[str, Any]]:
     return [f for f in facts.need("ckpt.files") if not f.get("error")]
+
+
+def _pairs(facts: Facts) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(reference, file) for every readable non-reference file, within its group.
+
+    Raises Missing when nothing can be compared, so the rule is *not evaluated* rather than passed.
+    """
+    groups: Mapping[str, str | None] = facts.need("ckpt.groups")
+    by_path = {f["path"]: f for f in _readable(facts)}
+    pairs = [
+        (by_path[ref], f)
+        for f in by_path.values()
+        if (ref := groups.get(f.get("group", ""))) is not None and ref in by_path and f["path"] != ref
+    ]
+    if not pairs:
+        raise Missing("ckpt.groups", "fewer than two readable checkpoints in every group: nothing to compare")
+    return pairs
 
 
 def _label(f: Mapping[str, Any]) -> str:
@@ -33,10 +50,8 @@ def replicas_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """Files that should be identical replicas hold different values for the same parameter."""
     tol = float(params.get("tolerance", 0.0))
     top = int(params.get("max_listed", 5))
-    ref_path = facts.need("ckpt.reference")
-    for f in _readable(facts):
-        if f["path"] == ref_path:
-            continue
+    for ref, f in _pairs(facts):
+        ref_path = ref["path"]
         diffs = sorted(
             ((name, p["diff"]) for name, p in f["params"].items() if p.get("diff") is not None and p["diff"] > tol),
             key=lambda nd: -nd[1],
@@ -69,12 +84,8 @@ def _hf_pairs(only_a: Iterable[str], only_b: Iterable[str]) -> list[tuple[str, s
 def names_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """Parameter names present in some files and missing in others (and the HF↔MindSpore naming pattern)."""
     top = int(params.get("max_listed", 5))
-    files = _readable(facts)
-    if len(files) < 2:
-        return
-    ref = files[0]
-    ref_names = set(ref["params"])
-    for f in files[1:]:
+    for ref, f in _pairs(facts):
+        ref_names = set(ref["params"])
         names = set(f["params"])
         only_ref, only_f = sorted(ref_names - names), sorted(names - ref_names)
         if not only_ref and not only_f:
@@ -105,11 +116,7 @@ def names_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
 def shapes_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """The same parameter name with another shape (a sharded slice vs the full tensor, or another model)."""
     top = int(params.get("max_listed", 5))
-    files = _readable(facts)
-    if len(files) < 2:
-        return
-    ref = files[0]
-    for f in files[1:]:
+    for ref, f in _pairs(facts):
         bad = [
             (n, ref["params"][n]["shape"], p["shape"])
             for n, p in f["params"].items()

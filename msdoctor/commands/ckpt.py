@@ -1,6 +1,8 @@
 """`msdoctor ckpt A B …`: compare checkpoints of several ranks (replica drift, naming, shapes, NaN).
 
-The first readable file is the reference; every other file is compared with it. Rules CKPT601-605.
+Files given one by one form one group; files found in folders are grouped by their path inside the
+folder (``rank_0/step_000020.ckpt`` pairs with ``rank_1/step_000020.ckpt``). In each group the first
+readable file is the reference and every other file is compared with it. Rules CKPT601-605.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from msdoctor.errors import UsageError
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
-                   help=".ckpt / .safetensors files or folders holding them (first readable file = reference)")
+                   help=".ckpt / .safetensors files, or per-rank folders (files paired by name)")
     p.add_argument("--tolerance", type=float, default=None,
                    help="largest max-abs difference still counted as identical (default 0: replicas are bitwise equal)")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
@@ -25,10 +27,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def file_rows(facts: Facts) -> list[dict[str, Any]]:
+    groups = facts.get_known("ckpt.groups", {}) or {}
     rows = []
     for f in facts.get_known("ckpt.files", []) or []:
-        rows.append({"path": f["path"], "rank": f.get("rank"), "format": f.get("format"),
-                     "params": len(f.get("params") or {}), "error": f.get("error")})  # fmt: skip
+        group = f.get("group", "")
+        status = "unreadable" if f.get("error") else "reference" if groups.get(group) == f["path"] else "compared"
+        rows.append({"path": f["path"], "rank": f.get("rank"), "group": group, "format": f.get("format"),
+                     "params": len(f.get("params") or {}), "status": status, "error": f.get("error")})  # fmt: skip
     return rows
 
 
@@ -55,13 +60,13 @@ def run(args: argparse.Namespace) -> int:
     rows = file_rows(facts)
     if args.json:
         print_json(json_payload("ckpt", ev.findings, ev.not_evaluated, files=rows,
-                                reference=facts.get_known("ckpt.reference"), passed=ev.passed))  # fmt: skip
+                                groups=facts.get_known("ckpt.groups"), passed=ev.passed))  # fmt: skip
     else:
-        _render(rows, facts.get_known("ckpt.reference"), ev, args.verbose)
+        _render(rows, ev, args.verbose)
     return int(exit_code(ev.findings))
 
 
-def _render(rows: list[dict[str, Any]], reference: str | None, ev: Any, verbose: bool) -> None:
+def _render(rows: list[dict[str, Any]], ev: Any, verbose: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -72,7 +77,6 @@ def _render(rows: list[dict[str, Any]], reference: str | None, ev: Any, verbose:
     for col in ("file", "rank", "params", "status"):
         table.add_column(col)
     for r in rows:
-        status = "unreadable" if r["error"] else ("reference" if r["path"] == reference else "compared")
-        table.add_row(escape(r["path"]), "-" if r["rank"] is None else str(r["rank"]), str(r["params"]), status)
+        table.add_row(escape(r["path"]), "-" if r["rank"] is None else str(r["rank"]), str(r["params"]), r["status"])
     out.print(table)
     render_findings(ev.findings, ev.not_evaluated, out=out, verbose=verbose)

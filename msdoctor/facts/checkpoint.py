@@ -6,10 +6,15 @@ dtype, float64 sum / sum of squares / max-abs, the count of non-finite values an
 readable file (the reference), the maximum absolute element difference. Whether a difference is a
 fault is the checks' decision (``msdoctor/checks/ckpt.py``).
 
+Files are compared within groups: files given one by one form one group; files found in folders are
+grouped by their path inside the folder, so ``rank_0/`` and ``rank_1/`` pair ``step_000020.ckpt`` with
+``step_000020.ckpt`` (the layout the bundled trainer writes), never step 10 with step 20.
+
 Facts:
-  ``ckpt.files``      list of {path, rank, format, error, params: {name: {shape, dtype, sum, sumsq,
-                      maxabs, nonfinite, diff}}}; ``error`` is the reader's message for an unreadable file
-  ``ckpt.reference``  path of the reference file (first readable), or Unknown when none is readable
+  ``ckpt.files``   list of {path, rank, group, format, error, params: {name: {shape, dtype, sum, sumsq,
+                   maxabs, nonfinite, diff}}}; ``error`` is the reader's message for an unreadable file,
+                   ``diff`` the max |element difference| against the group's reference (None: not comparable)
+  ``ckpt.groups``  {group: reference path (first readable file of the group) or None}
 """
 
 from __future__ import annotations
@@ -28,18 +33,23 @@ SUFFIXES = (".ckpt", ".safetensors")
 RANK_RE = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 
-def expand(paths: Sequence[str | Path]) -> list[Path]:
-    """Files as given; folders contribute their ``*.ckpt`` / ``*.safetensors`` files (recursively, sorted)."""
-    files: list[Path] = []
+def expand(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
+    """(group, file) pairs: files as given (group ""); a folder contributes its ``*.ckpt`` /
+    ``*.safetensors`` files recursively, grouped by their path inside the folder. Hidden files (e.g. the
+    trainer's ``.tmp-*`` partial saves) are skipped."""
+    files: list[tuple[str, Path]] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in SUFFIXES)
+            found = sorted(
+                f for f in p.rglob("*")
+                if f.is_file() and f.suffix in SUFFIXES and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )  # fmt: skip
             if not found:
                 raise InputError(f"{p}: no .ckpt or .safetensors files in this folder")
-            files.extend(found)
+            files.extend((f.relative_to(p).as_posix(), f) for f in found)
         elif p.is_file():
-            files.append(p)
+            files.append(("", p))
         else:
             raise InputError(f"{p}: no such file or folder")
     return files
@@ -99,41 +109,48 @@ def _max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.nanmax(np.where(np.isnan(d), np.inf, d)))
 
 
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    fmt = "safetensors" if path.suffix == ".safetensors" else "ckpt"
+    entry: dict[str, Any] = {"path": str(path), "rank": rank_of(path), "format": fmt, "error": None, "params": {}}
+    reader = _read_safetensors if fmt == "safetensors" else _read_ckpt
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        for name, arr, dtype in reader(path):
+            arrays[name] = arr
+            entry["params"][name] = dict(_stats(arr), dtype=dtype)
+    # Readers raise ValueError/RuntimeError/OSError (and safetensors its own error type) for corrupt
+    # input; whatever the reason, the file is reported unreadable with the reader's text.
+    except Exception as exc:  # noqa: BLE001
+        entry["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
+        entry["params"] = {}
+        arrays = {}
+    return entry, arrays
+
+
 def collect_checkpoints(paths: Sequence[str | Path]) -> Facts:
     """Read every file; one unreadable file becomes an ``error`` entry, the others are still compared."""
     facts = Facts()
-    files = expand(paths)
+    pairs = expand(paths)
+    order = list(dict.fromkeys(g for g, _ in pairs))
     entries: list[dict[str, Any]] = []
-    reference: dict[str, np.ndarray] | None = None
-    reference_path: str | None = None
-    for path in files:
-        fmt = "safetensors" if path.suffix == ".safetensors" else "ckpt"
-        entry: dict[str, Any] = {"path": str(path), "rank": rank_of(path), "format": fmt, "error": None, "params": {}}
-        reader = _read_safetensors if fmt == "safetensors" else _read_ckpt
-        arrays: dict[str, np.ndarray] = {}
-        try:
-            for name, arr, dtype in reader(path):
-                arrays[name] = arr
-                entry["params"][name] = dict(_stats(arr), dtype=dtype)
-        # Readers raise ValueError/RuntimeError/OSError (and safetensors its own error type) for
-        # corrupt input; whatever the reason, the file is reported unreadable with the reader's text.
-        except Exception as exc:  # noqa: BLE001
-            entry["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
-            entry["params"] = {}
-            arrays = {}
-        if entry["error"] is None:
-            if reference is None:
-                reference, reference_path = arrays, str(path)
-            else:
-                for name, arr in arrays.items():
-                    ref = reference.get(name)
-                    # No element-wise comparison across shapes: CKPT603 reports those.
-                    diff = _max_abs_diff(ref, arr) if ref is not None and ref.shape == arr.shape else None
-                    entry["params"][name]["diff"] = diff
-        entries.append(entry)
+    groups: dict[str, str | None] = {}
+    for group in order:
+        # One group at a time: only the group's reference arrays and the current file are in memory.
+        reference: dict[str, np.ndarray] | None = None
+        groups[group] = None
+        for path in (p for g, p in pairs if g == group):
+            entry, arrays = _read(path)
+            entry["group"] = group
+            if entry["error"] is None:
+                if reference is None:
+                    reference, groups[group] = arrays, str(path)
+                else:
+                    for name, arr in arrays.items():
+                        ref = reference.get(name)
+                        # No element-wise comparison across shapes: CKPT603 reports those.
+                        diff = _max_abs_diff(ref, arr) if ref is not None and ref.shape == arr.shape else None
+                        entry["params"][name]["diff"] = diff
+            entries.append(entry)
     facts.set("ckpt.files", entries, "checkpoint")
-    if reference_path is None:
-        facts.unknown("ckpt.reference", "no checkpoint could be read", "checkpoint")
-    else:
-        facts.set("ckpt.reference", reference_path, "checkpoint")
+    facts.set("ckpt.groups", groups, "checkpoint")
     return facts

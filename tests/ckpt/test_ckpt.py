@@ -25,7 +25,7 @@ def test_identical_replicas_pass(ckpts: dict[str, Path], capsys: pytest.CaptureF
     code, out = ckpt_json(capsys, str(ckpts["rank0"]), str(ckpts["rank1"]))
     assert code == 0 and out["findings"] == []
     assert {"CKPT601", "CKPT602", "CKPT603", "CKPT604", "CKPT605"} <= set(out["passed"])
-    assert [f["rank"] for f in out["files"]] == [0, 1] and out["reference"] == str(ckpts["rank0"])
+    assert [f["rank"] for f in out["files"]] == [0, 1] and out["groups"] == {"": str(ckpts["rank0"])}
 
 
 def test_drifted_gamma_is_named_with_its_difference(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -63,7 +63,7 @@ def test_truncated_file_is_a_finding_and_the_rest_is_compared(ckpts: dict[str, P
     assert code == 1
     (bad,) = [f for f in out["findings"] if f["rule"] == "CKPT604"]
     assert bad["rank"] == 3 and "corrupted" in bad["message"]
-    assert out["reference"] == str(ckpts["rank0"])  # the first *readable* file
+    assert out["groups"] == {"": str(ckpts["rank0"])}  # the first *readable* file is the reference
     assert "CKPT601" in rules_of(out)
 
 
@@ -87,7 +87,34 @@ def test_folder_expansion_and_facts_replay(ckpts: dict[str, Path], tmp_path: Pat
     assert code == 1 and "CKPT601" in text and "1.gamma" in text
     code, out = ckpt_json(capsys, "--facts", str(snap))
     assert code == 1 and rules_of(out) == {"CKPT601"}
-    assert Facts.load(snap).need("ckpt.reference") == str(ckpts["rank0"])
+    assert Facts.load(snap).need("ckpt.groups") == {"net.ckpt": str(ckpts["rank0"])}
+
+
+def test_per_rank_folders_pair_files_by_step(ckpts: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """rank_0/ and rank_1/ of the trainer's layout: step 20 is compared with step 20, never with step 10."""
+    layout = {
+        "rank_0/step_000010.ckpt": "rank0", "rank_0/step_000020.ckpt": "drift",
+        "rank_1/step_000010.ckpt": "rank1", "rank_1/step_000020.ckpt": "drift",
+        "rank_1/.tmp-99-step_000030.ckpt": "trunc",  # a partial save in progress: skipped
+    }  # fmt: skip
+    for rel, key in layout.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(ckpts[key].read_bytes())
+    code, out = ckpt_json(capsys, str(tmp_path / "rank_0"), str(tmp_path / "rank_1"))
+    assert code == 0 and out["findings"] == [], out["findings"]
+    assert sorted(out["groups"]) == ["step_000010.ckpt", "step_000020.ckpt"] and len(out["files"]) == 4
+    (tmp_path / "rank_1/step_000020.ckpt").write_bytes(ckpts["rank0"].read_bytes())
+    code, out = ckpt_json(capsys, str(tmp_path / "rank_0"), str(tmp_path / "rank_1"))
+    (f,) = out["findings"]
+    assert code == 1 and f["rule"] == "CKPT601" and f["rank"] == 1
+    assert f["data"]["file"].endswith("rank_1/step_000020.ckpt") and list(f["data"]["params"]) == ["1.gamma"]
+
+
+def test_one_file_is_not_evaluated_not_passed(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = ckpt_json(capsys, str(ckpts["rank0"]))
+    assert code == 0 and out["findings"] == []
+    assert {n["rule"] for n in out["not_evaluated"]} == {"CKPT601", "CKPT602", "CKPT603"}
+    assert {"CKPT604", "CKPT605"} <= set(out["passed"])
 
 
 @pytest.mark.parametrize("argv", [["/nonexistent/x.ckpt"], [], ["--facts", "/nonexistent.json"]])
@@ -108,7 +135,7 @@ def test_garbage_file_only_is_reported_not_raised(tmp_path: Path) -> None:
     junk.write_bytes(bytes(range(256)) * 4)
     facts = collect_checkpoints([junk])
     (entry,) = facts.need("ckpt.files")
-    assert entry["error"] and entry["rank"] == 7 and not facts.is_known("ckpt.reference")
+    assert entry["error"] and entry["rank"] == 7 and facts.need("ckpt.groups") == {"": None}
 
 
 def test_rank_of() -> None:
