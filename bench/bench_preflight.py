@@ -46,8 +46,10 @@ def run_measured(argv: list[str]) -> tuple[float, float, int, str]:
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)
-    lines = data.decode(errors="replace").strip().splitlines()
-    return wall, ru.ru_maxrss / 1024, proc.returncode, lines[-1] if lines else ""
+    text = data.decode(errors="replace")
+    lines = text.strip().splitlines()
+    m = re.search(r'"elapsed_ms":\s*([\d.]+)', text)  # preflight's own time, interpreter start excluded
+    return wall, ru.ru_maxrss / 1024, proc.returncode, (m.group(1) if m else (lines[-1] if lines else ""))
 
 
 def main() -> None:
@@ -57,19 +59,24 @@ def main() -> None:
     walls: dict[str, list[float]] = {k: [] for k in CASES}
     rss: dict[str, list[float]] = {k: [] for k in CASES}
     last: dict[str, tuple[int, str]] = {}
+    inner: dict[str, list[float]] = {k: [] for k in CASES}
     for i in range(args.repeat):
         for name, argv in CASES.items():  # alternate so both see the same machine load
             wall, peak, rc, tail = run_measured(argv)
             walls[name].append(wall)
             rss[name].append(peak)
             last[name] = (rc, tail)
+            if re.fullmatch(r"[\d.]+", tail):
+                inner[name].append(float(tail))
             print(f"[{i + 1}/{args.repeat}] {name}: {wall:.2f} s, {peak:.0f} MiB, rc={rc}", file=sys.stderr)
     ref = statistics.median(walls['python -c "import mindspore; mindspore.run_check()"'])
     rows = []
     for name in CASES:
         med = statistics.median(walls[name])
+        inproc = statistics.median(inner[name]) if inner[name] else None
         rows.append(
             f"| {name} | {med:.3f} | {min(walls[name]):.3f} | {max(walls[name]):.3f} | "
+            f"{f'{inproc:.0f}' if inproc is not None else '—'} | "
             f"{statistics.median(rss[name]):.0f} | {ref / med:.1f}× | {last[name][0]} |"
         )
     rc_tail = last['python -c "import mindspore; mindspore.run_check()"'][1]
@@ -79,10 +86,11 @@ def main() -> None:
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on this machine ({os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, shared by six agents working at the same time: timings are noisy), "
         f"{args.repeat} runs each, alternating, every run a fresh interpreter under `nice -n 10`, wall clock "
-        "around the subprocess, peak RSS from `wait4`. `bench/bench_preflight.py`.",
+        "around the subprocess, peak RSS from `wait4`; in-process ms is preflight's own `elapsed_ms` (collect + rules +",
+        "render, interpreter start excluded). `bench/bench_preflight.py`.",
         "",
-        "| command | median s | min s | max s | peak RSS MiB | speed-up vs run_check | exit |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| command | median s | min s | max s | in-process ms | peak RSS MiB | speed-up vs run_check | exit |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
         *rows,
         "",
         f"`mindspore.run_check()` last line: `{re.sub(r'[`|]', '', rc_tail)[:200]}`. It imports MindSpore and runs",
