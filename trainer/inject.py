@@ -22,7 +22,7 @@ KINDS: dict[str, tuple[dict[str, Any], str]] = {
     "shape": ({"rank": "all"}, "q and k disagree on the head split: MindSpore's own shape error"),
     "desync-layernorm": ({}, "LayerNorm gamma/beta left out of the gradient all-reduce: replicas drift"),
     "seed-mismatch": ({}, "set_seed(seed + rank): replicas start from different parameters"),
-    "data-stall": ({"rank": 1, "ms": 20}, "RANK's dataset sleeps MS milliseconds per sample"),
+    "data-stall": ({"rank": 1, "ms": 150}, "RANK's dataset sleeps MS milliseconds per sample"),
     "mem-leak": ({"rank": 1, "mb": 16}, "RANK keeps MB more host memory every step"),
     "crash": ({"rank": 1, "step": 3, "code": 1}, "RANK exits with CODE at the start of STEP"),
 }

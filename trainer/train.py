@@ -128,8 +128,18 @@ class Trainer:
             return
         step, path = found
         state = ms.load_checkpoint(str(path))
-        ms.load_param_into_net(self.net, state, strict_load=False)
-        ms.load_param_into_net(self.opt, state, strict_load=False)
+        # Copy into the existing buffers (ops.assign): the optimizer's @jit graph holds on to the
+        # buffers it was compiled with (see the learning-rate update in train()).
+        missing = []
+        for x in self.opt.get_parameters():
+            if x.name == "learning_rate":
+                continue
+            if x.name not in state:
+                missing.append(x.name)
+                continue
+            ms.ops.assign(x, ms.Tensor(state[x.name].asnumpy()))
+        if missing:
+            raise ValueError(f"{path}: checkpoint lacks {len(missing)} parameters, e.g. {missing[:3]}")
         self.start_step = int(state["step"].asnumpy()) if "step" in state else step
         if "loss_scale" in state:
             self.scaler.scale = float(state["loss_scale"].asnumpy())
@@ -161,8 +171,9 @@ class Trainer:
 
         if self.rank != 0 and not self.save_all_ranks:
             return
-        state = [{"name": x.name, "data": x} for x in self.params]
-        state.append({"name": "global_step", "data": self.opt.global_step})
+        # Weights, Adam moments (adam_m.*, adam_v.*) and global_step: everything a resume needs to
+        # continue exactly (the learning rate is recomputed from the step).
+        state = [{"name": x.name, "data": x} for x in self.opt.get_parameters() if x.name != "learning_rate"]
         extra = {"step": step, "loss_scale": self.scaler.scale}
 
         def write(tmp: str) -> None:
@@ -182,8 +193,8 @@ class Trainer:
         # Resume: skip the batches the finished steps consumed, so no sample is seen twice or lost.
         for _ in range(self.start_step * t.grad_accum):
             next(it)
-        if self.start_step == 0:
-            self.wd.checksum_params(0, self.net.trainable_params())
+        # Step 0, or the step a resume restored: comparable with the checksum taken when it was saved.
+        self.wd.checksum_params(self.start_step, self.net.trainable_params())
         leak: list[bytearray] = []
         profiler, window = self._profiler()
         for step in range(self.start_step + 1, steps + 1):
@@ -196,9 +207,11 @@ class Trainer:
                 sys.stdout.flush()
                 os._exit(crash["code"])
             lr = lr_at(step, steps, t.lr, t.min_lr, t.warmup_steps)
-            self.opt.learning_rate.set_data(ms.Tensor(lr, ms.float32))
+            # In place: AdamWeightDecay.construct is a @jit graph that keeps the buffer it was compiled
+            # with, so set_data() would leave it on the first step's rate (measured, MindSpore 2.10).
+            ops.assign(self.opt.learning_rate, ms.Tensor(lr, ms.float32))
             acc: list[Any] | None = None
-            loss_sum, data_wait = 0.0, 0.0
+            loss_sum, data_wait, compute = 0.0, 0.0, 0.0
             nan = self.inj.at_step("nan", self.rank, step) is not None
             for _ in range(t.grad_accum):
                 self.wd.phase("data", step)
@@ -209,19 +222,23 @@ class Trainer:
                 straggle = self.inj.get("straggler", self.rank)
                 if straggle is not None:
                     time.sleep(straggle["ms"] / 1000.0)
+                tc = time.perf_counter()
                 factor = self.scaler.scale / t.grad_accum
                 if nan:
                     factor = float("nan")  # the loss itself becomes NaN, and every gradient with it
                 loss, grads = self.grad_fn(ms.Tensor(tokens), ms.Tensor(factor, ms.float32))
                 loss_sum += float(loss.asnumpy()) / (self.scaler.scale if not nan else 1.0)
                 acc = list(grads) if acc is None else [a + g for a, g in zip(acc, grads, strict=True)]
+                compute += time.perf_counter() - tc
             assert acc is not None
             self.wd.phase("collective", step)
             if self.inj.at_step("hang", self.rank, step) is not None:
                 log(f"rank {self.rank}: injected hang before the gradient all-reduce of step {step}")
                 while True:  # a rank that never reaches its collective: the peers time out in theirs
                     time.sleep(3600)
+            tr = time.perf_counter()
             grads = self._all_reduce_mean(tuple(acc))
+            comm = time.perf_counter() - tr  # includes waiting for the slowest peer
             inv = 1.0 / self.scaler.scale
             grads = [g * inv for g in grads]
             sq = ops.stack([ops.sum(g * g) for g in grads]).sum()
@@ -245,7 +262,7 @@ class Trainer:
             log(f"rank {self.rank} step {step}: lr {lr:.3e} grad_norm {grad_norm:.4f} loss_scale {scale_used:g} "
                 f"overflow {not finite} step_time {step_time * 1000:.1f} ms data_wait {data_wait * 1000:.1f} ms")
             self.wd.step(step, loss=loss_val, grad_norm=grad_norm, loss_scale=scale_used, overflow=not finite,
-                         step_time=step_time, data_wait=data_wait, lr=lr)
+                         step_time=step_time, data_wait=data_wait, compute_time=compute, comm_time=comm, lr=lr)
             if step % self.args.checksum_every == 0:
                 self.wd.checksum_params(step, self.net.trainable_params())
             if step % t.save_every == 0 or step == steps:

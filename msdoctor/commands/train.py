@@ -41,6 +41,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", help="directory of *.txt (default: the bundled samples/corpus)")
     p.add_argument("--profile", nargs="?", const="2-3", default="", metavar="START-STOP",
                    help="capture steps START-STOP with mindspore.Profiler into RUN/profile (default 2-3)")
+    p.add_argument("--save-every", type=int, metavar="K", help="checkpoint every K steps (overrides the config)")
     p.add_argument("--checksum-every", type=int, default=5, help="parameter checksums every K steps (and step 0)")
     p.add_argument("--resume", action="store_true", help="continue RUN from its latest checkpoint")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="kill the job after S seconds")
@@ -79,10 +80,17 @@ def _validate(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         injections.validate_world(args.workers)
     except InjectError as exc:
         raise UsageError(str(exc)) from None
+    spec = args.config
+    if args.resume and args.run_dir and (Path(args.run_dir) / "config.json").is_file():
+        spec = str(Path(args.run_dir) / "config.json")  # a resumed run keeps the config it started with
     try:
-        cfg = load_config(args.config, args.workers)
+        cfg = load_config(spec, args.workers)
     except ConfigError as exc:
         raise InputError(str(exc)) from None
+    if args.save_every is not None:
+        if args.save_every < 1:
+            raise UsageError(f"--save-every must be at least 1, got {args.save_every}")
+        cfg.train.save_every = args.save_every
     if args.profile:
         a, _, b = args.profile.partition("-")
         if not (a.isdigit() and (not b or b.isdigit())) or int(b or a) < int(a):
