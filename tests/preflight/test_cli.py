@@ -279,6 +279,14 @@ def test_rank_table_from_env_that_does_not_exist_is_a_finding(capsys, tmp_path):
     assert "no such file" in rules(payload)["RT101"][0]["message"] and rc == 1
 
 
+def test_env_file_lines_that_are_not_key_value_are_reported_and_the_rest_used(capsys, tmp_path):
+    envf = tmp_path / "launch.env"
+    envf.write_text("HCCL_CONNECT_TIMEOUT=60\nthis is not an assignment\nRANK_SIZE=8\n")
+    _, payload, err = pf(capsys, "--root", str(ROOTS / "good"), "--env-file", str(envf))
+    assert "skipped line(s) 2" in err
+    assert "COMM101" in rules(payload)  # the readable lines were still used
+
+
 # -- bad input → exit 2 with one line -------------------------------------------------------------
 
 
