@@ -84,29 +84,50 @@ def _read_safetensors(path: Path) -> Iterator[tuple[str, np.ndarray, str]]:
         yield name, arr, str(arr.dtype)
 
 
+# Statistics run over flat chunks so that a multi-GB tensor never needs a full float64 copy.
+CHUNK = 1 << 22
+
+
+def _chunks(a: np.ndarray) -> Iterator[np.ndarray]:
+    flat = a.reshape(-1)
+    for start in range(0, flat.size, CHUNK):
+        yield flat[start : start + CHUNK]
+
+
 def _stats(arr: np.ndarray) -> dict[str, Any]:
     a = np.asarray(arr)
     if a.dtype == np.bool_:
         a = a.astype(np.int8)
-    finite = np.isfinite(a) if np.issubdtype(a.dtype, np.floating) else np.ones(a.shape, bool)
-    x = np.where(finite, a, 0).astype(np.float64)
-    return {
-        "shape": list(a.shape),
-        "sum": float(x.sum()),
-        "sumsq": float((x * x).sum()),
-        "maxabs": float(np.abs(x).max()) if x.size else 0.0,
-        "nonfinite": int(a.size - int(finite.sum())),
-    }
+    floating = np.issubdtype(a.dtype, np.floating)
+    total = sumsq = maxabs = 0.0
+    nonfinite = 0
+    for c in _chunks(a):
+        x = c.astype(np.float64)
+        if floating:
+            bad = ~np.isfinite(x)
+            n_bad = int(bad.sum())
+            if n_bad:
+                nonfinite += n_bad
+                x[bad] = 0.0  # statistics over the finite values; the count says how many were not
+        total += float(x.sum())
+        sumsq += float(np.dot(x, x))
+        if x.size:
+            maxabs = max(maxabs, float(np.abs(x).max()))
+    return {"shape": list(a.shape), "sum": total, "sumsq": sumsq, "maxabs": maxabs, "nonfinite": nonfinite}
 
 
 def _max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
-    d = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
-    if not d.size:
-        return 0.0
-    # NaN on one side and a number on the other is a difference; NaN on both sides is not.
-    both_nan = np.isnan(a) & np.isnan(b) if np.issubdtype(np.asarray(a).dtype, np.floating) else False
-    d = np.where(both_nan, 0.0, d)
-    return float(np.nanmax(np.where(np.isnan(d), np.inf, d)))
+    """Largest |a - b|; NaN against a number is infinitely different, NaN against NaN is equal."""
+    worst = 0.0
+    for ca, cb in zip(_chunks(np.asarray(a)), _chunks(np.asarray(b)), strict=True):
+        xa, xb = ca.astype(np.float64), cb.astype(np.float64)
+        d = np.abs(xa - xb)
+        nan_a, nan_b = np.isnan(xa), np.isnan(xb)
+        d[nan_a & nan_b] = 0.0
+        d[nan_a ^ nan_b] = np.inf
+        if d.size:
+            worst = max(worst, float(d.max()))
+    return worst
 
 
 def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
