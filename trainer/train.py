@@ -146,14 +146,23 @@ class Trainer:
         log(f"rank {self.rank}: resumed from {path} at step {self.start_step}")
 
     # -- one step ------------------------------------------------------------------------------------
-    def _all_reduce_mean(self, grads: tuple[Any, ...]) -> list[Any]:
-        """Sum the selected gradients over ranks with ONE all-reduce of a flat buffer, then average."""
+    def _all_reduce_mean(self, grads: tuple[Any, ...]) -> tuple[list[Any], Any]:
+        """Average the selected gradients over ranks with ONE all-reduce of a flat buffer.
+
+        Returns the gradients and the squared norm of those left out of the all-reduce (averaged
+        over ranks through one extra element of the same buffer, so every rank computes the same
+        global norm and the same clipping factor; ``None`` when every gradient is reduced).
+        """
         from mindspore import ops
         from mindspore.ops.communication import all_reduce
 
         out = list(grads)
         idx = [i for i, r in enumerate(self.reduced) if r]
-        flat = ops.cat([ops.reshape(grads[i], (-1,)) for i in idx])
+        local = [i for i, r in enumerate(self.reduced) if not r]
+        pieces = [ops.reshape(grads[i], (-1,)) for i in idx]
+        if local:
+            pieces.append(ops.reshape(ops.stack([ops.sum(grads[i] * grads[i]) for i in local]).sum(), (1,)))
+        flat = ops.cat(pieces)
         if self.world > 1:
             # MindSpore 2.10's ops.communication.all_reduce works in place (returns the handle,
             # None when synchronous); older builds return (tensor, handle).
@@ -161,10 +170,13 @@ class Trainer:
             if isinstance(res, tuple):
                 flat = res[0]
             flat = flat / self.world
+        local_sq = None
+        if local:
+            local_sq, flat = flat[-1], flat[:-1]
         parts = ops.split(flat, [self.sizes[i] for i in idx])
         for i, part in zip(idx, parts, strict=True):
             out[i] = ops.reshape(part, grads[i].shape)
-        return out
+        return out, local_sq
 
     def _save(self, step: int) -> None:
         import mindspore as ms
@@ -237,11 +249,13 @@ class Trainer:
                 while True:  # a rank that never reaches its collective: the peers time out in theirs
                     time.sleep(3600)
             tr = time.perf_counter()
-            grads = self._all_reduce_mean(tuple(acc))
+            grads, local_sq = self._all_reduce_mean(tuple(acc))
             comm = time.perf_counter() - tr  # includes waiting for the slowest peer
             inv = 1.0 / self.scaler.scale
             grads = [g * inv for g in grads]
-            sq = ops.stack([ops.sum(g * g) for g in grads]).sum()
+            sq = ops.stack([ops.sum(grads[i] * grads[i]) for i, r in enumerate(self.reduced) if r]).sum()
+            if local_sq is not None:
+                sq = sq + local_sq * (inv * inv)
             grad_norm = float(ops.sqrt(sq).asnumpy())
             finite = math.isfinite(grad_norm)
             scale_used = self.scaler.scale
