@@ -18,9 +18,10 @@ SIG_RULES = [r for r in RULES if r.signatures]
 
 # The example names a rank, device, peer or operator when it has e.g. `remote rank [5]`, `device_id=0`,
 # `Device 3`, `rank5` or `For 'MatMul'`; the rule must then extract it into a named group.
+# Case-sensitive on purpose: the `DEVICE(pid,…)` module prefix of MindSpore log lines names no device.
 NAMES_SOMETHING = re.compile(
-    r"(?i)(?:\b(?:remote\s+)?rank\s*[\[:=(]?\s*\d|\bdevice(?:_id)?\s*[\[:=(]?\s*\d|\bpeer\s*[\[:=]?\s*\d"
-    r"|For '\w+'|operator\[\w+\]|kernel_name=\w+)"
+    r"\b(?:[Rr]ank(?:_id| id)?\s*[\[:=]?\s*\d|[Dd]evice(?:_id| id)?\s*[\[:=]?\s*\d|[Pp]eer\s*[\[:=]?\s*\d)"
+    r"|remote rank|For '\w+'|operator\[\w+\]|kernel_name=\w+"
 )
 
 
