@@ -125,7 +125,7 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         return
     pos = {k: _position(r) for k, r in active.items()}
     behind = min(pos.values())
-    culprits = [k for k in stalled if pos[k] == behind]
+    candidates = [k for k in active if pos[k] == behind]
 
     def where_of(k: str) -> str | None:
         # a stack dumped after the rank stopped is authoritative; a heartbeat may be stale when a
@@ -135,11 +135,13 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
             return str(st["frames"][0])
         return active[k].get("where")
 
-    if len(active) > 1 and len(culprits) == len(active):
-        # all at the same point: the one outside the framework is not waiting in a collective
-        outside = [k for k in culprits if not _is_framework(where_of(k))]
-        inside = [k for k in culprits if _is_framework(where_of(k))]
-        culprits = outside if outside and inside else culprits
+    if len(candidates) > 1:
+        # at the same point of the same step: the ones inside the framework wait in the collective,
+        # one outside it is not there yet
+        outside = [k for k in candidates if not _is_framework(where_of(k))]
+        if outside and len(outside) < len(candidates):
+            candidates = outside
+    culprits = [k for k in candidates if k in stalled]
     if not culprits:
         return
     waiting = sorted((k for k in active if k not in culprits), key=int)
@@ -228,8 +230,17 @@ def crashed_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         return  # the supervisor killed the job itself (after naming a hung rank)
     if all(r.get("alive") is None and r.get("ended") is None for r in ranks.values()):
         raise Missing("run.ranks", "process liveness unknown (ranks on another host, or no psutil)")
-    for k, r in sorted(ranks.items(), key=lambda kv: int(kv[0])):
-        if r.get("ended") is not None or r.get("alive") is not False or r.get("started") is None:
+    vanished = {
+        k: r for k, r in ranks.items() if r.get("ended") is None and r.get("alive") is False and r.get("started") is not None
+    }
+    # the rank that stopped progressing first is the origin; ranks still progressing after it were
+    # killed by the launcher when it noticed (msrun tears the job down after a worker's death)
+    def stop_key(r: Mapping[str, Any]) -> tuple[tuple[int, int], float]:
+        return _position(r), float(r.get("last_progress_t") or 0.0)
+
+    first_stop = min((stop_key(r) for r in vanished.values()), default=None)
+    for k, r in sorted(vanished.items(), key=lambda kv: int(kv[0])):
+        if stop_key(r) != first_stop:
             continue
         last = float(r.get("last_seen_t") or 0.0)
         if last - float(r.get("last_progress_t") or last) >= float(params["hung_s"]):
@@ -333,6 +344,13 @@ def nonfinite(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         return
     firsts.sort(key=lambda f: (f[0], f[1], f[2]))
     step, _, t, k, bad, row = firsts[0]
+    ranks = facts.get_known("run.ranks", {}) or {}
+    now = num(facts.get_known("run.now")) or 0.0
+    for r in ranks.values():
+        # decide only once every live peer reported that step too: its loss may be the first bad one
+        behind = not isinstance(r.get("last_step"), int) or r["last_step"] < step
+        if behind and r.get("ended") is None and r.get("alive") and now - float(r.get("last_seen_t") or 0) < 10:
+            return
     others = [f"rank {f[3]}: {', '.join(f[4])} non-finite from step {f[0]}" for f in firsts[1:]]
     yield Hit(
         message=f"{' and '.join(bad)} became non-finite first on rank {k} at step {step}",

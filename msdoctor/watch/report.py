@@ -36,7 +36,9 @@ def read_live_findings(run_dir: Path) -> tuple[dict[tuple[str, Any], dict[str, A
     tail = events.Tail(run_dir / FINDINGS_FILE)
     out: dict[tuple[str, Any], dict[str, Any]] = {}
     for d in tail.read():
-        if isinstance(d.get("rule"), str) and d.get("severity") in ("error", "warning", "info"):
+        if d.get("retracted") is True:
+            out.pop((d.get("rule"), d.get("rank")), None)
+        elif isinstance(d.get("rule"), str) and d.get("severity") in ("error", "warning", "info"):
             out[(d["rule"], d.get("rank"))] = d
         else:
             tail.skipped += 1
@@ -65,9 +67,14 @@ def diagnose_dir(run_dir: Path) -> tuple[Supervisor, list[Finding], list[NotEval
         if rest > 0:
             skipped.append(f"{tail.path}: incomplete last line ({rest} bytes) ignored")
     findings = {(f.rule, f.rank): f for f in sup.current()}
+    # post-mortem the rules see every event; a rule they evaluated decides. A live finding is kept
+    # only for a rule that cannot be evaluated now (e.g. liveness known only while the job ran)
+    not_now = {n.rule for n in sup.not_evaluated}
     for key, d in live.items():
         if key in findings:
             findings[key].data.setdefault("first_seen", d.get("first_seen"))
+            continue
+        if key[0] not in not_now:
             continue
         try:
             findings[key] = Finding.from_dict(d)

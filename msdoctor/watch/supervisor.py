@@ -67,6 +67,7 @@ class Supervisor:
         self.first_seen: dict[tuple[str, int | None], float] = {}
         self._written: dict[tuple[str, int | None], tuple[float, tuple[Any, ...]]] = {}
         self._updates: dict[tuple[str, int | None], int] = {}  # lines written per rule × rank
+        self.retracted: list[Finding] = []  # findings a later round of the same rule superseded
         self.write = write
         self.write_error: str | None = None
         self.hook_errors: list[str] = []
@@ -97,6 +98,13 @@ class Supervisor:
             f.data.setdefault("first_seen", self.first_seen[key])
             self.findings[key] = f
             self._record(key, f, t, force=old is None)
+        # a rule that now names other ranks than before supersedes its older findings (e.g. the first
+        # NaN rank, once the peers' events of that step are in): retract them
+        fired = {k[0] for k in seen}
+        for key in [k for k in self.findings if k[0] in fired and k not in seen]:
+            old_f = self.findings.pop(key)
+            self.retracted.append(old_f)
+            self._write_line(dict(old_f.to_dict(), t=t, first_seen=self.first_seen.get(key, t), retracted=True))
         for f in new:
             if f.rule == HANG_RULE and self.hang_named_at is None:
                 self.hang_named_at = t
@@ -198,7 +206,11 @@ class Supervisor:
         self._written[key] = (t, sig)
         if not self.write:
             return
-        line = dict(f.to_dict(), t=t, first_seen=self.first_seen.get(key, t), update=n)
+        self._write_line(dict(f.to_dict(), t=t, first_seen=self.first_seen.get(key, t), update=n))
+
+    def _write_line(self, line: dict[str, Any]) -> None:
+        if not self.write:
+            return
         try:
             with open(self.run_dir / FINDINGS_FILE, "ab") as fh:
                 fh.write(orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY) + b"\n")

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import orjson
 import pytest
-
 from msdoctor_trainer.inject import parse_inject
-from tests.conftest import run_cli
-from tests.e2e.conftest import SCENARIOS
 
-for _name, _args in {
+from tests.conftest import run_cli
+
+DEFAULTS = {
     "clean": ["--workers", "2", "--steps", "10"],
     "hang": ["--workers", "2", "--steps", "12", "--inject", "hang:rank=1,step=6"],
     "nan": ["--workers", "2", "--steps", "8", "--inject", "nan:rank=1,step=4"],
@@ -26,16 +25,33 @@ for _name, _args in {
     "mem-leak": ["--workers", "2", "--steps", "12", "--inject", "mem-leak:rank=1,mb=64"],
     "desync-layernorm": ["--workers", "2", "--steps", "6", "--inject", "desync-layernorm"],
     "seed-mismatch": ["--workers", "2", "--steps", "3", "--inject", "seed-mismatch"],
-}.items():
-    SCENARIOS.setdefault(_name, _args)
+}
 
 pytestmark = pytest.mark.e2e
 
 
-def _inject(name: str) -> dict:
-    args = SCENARIOS[name]
-    spec = args[args.index("--inject") + 1]
-    return parse_inject(spec).params
+@pytest.fixture
+def run(train_run):
+    """``train_run`` with the defaults above for the scenario names the trainer's tests do not define.
+
+    The dict is taken from the fixture's own module (pytest may import the conftest under another
+    module name than ``tests.e2e.conftest``, which would be a different dict).
+    """
+    scenarios = train_run.__globals__["SCENARIOS"]
+    for name, args in DEFAULTS.items():
+        scenarios.setdefault(name, args)
+
+    def get(name: str):
+        run_dir, res = train_run(name)
+        return run_dir, res, _inject(scenarios[name])
+
+    return get
+
+
+def _inject(args: list[str]) -> dict:
+    if "--inject" not in args:
+        return {}
+    return parse_inject(args[args.index("--inject") + 1]).params
 
 
 def _report(run_dir) -> dict:
@@ -54,9 +70,8 @@ def _run_findings(payload: dict) -> list[tuple[str, int | None, int | None]]:
     return sorted((f["rule"], f["rank"], f["step"]) for f in payload["findings"] if f["rule"][-3] == "2")
 
 
-def test_hang_named_with_stack_before_the_framework_timeout(train_run):
-    run_dir, res = train_run("hang")
-    inj = _inject("hang")
+def test_hang_named_with_stack_before_the_framework_timeout(run):
+    run_dir, res, inj = run("hang")
     live = [f for f in _live(run_dir) if f["rule"] == "COMM201"]
     assert live, res.err
     first = live[0]
@@ -88,31 +103,30 @@ def test_hang_named_with_stack_before_the_framework_timeout(train_run):
         ("mem-leak", "MEM201", None),
     ],
 )
-def test_injection_named_on_its_rank_and_step(train_run, name, rule, step_of):
-    run_dir, res = train_run(name)
-    inj = _inject(name)
+def test_injection_named_on_its_rank_and_step(run, name, rule, step_of):
+    run_dir, res, inj = run(name)
     p = _report(run_dir)
     got = [(r, rank, step) for r, rank, step in _run_findings(p) if r == rule]
     assert [(r, rank) for r, rank, _ in got] == [(rule, inj["rank"])], (_run_findings(p), res.err[-2000:])
     step = got[0][2]
     if step_of:
         assert step == inj[step_of]
-    else:  # faults present from the first step: named from the first steps after the warm-up cut
-        assert step is not None and 1 <= step <= 4
+    else:  # present from the first step, visible once warm-up (compile, prefetch buffers) is over
+        assert step is not None and 1 <= step <= 6
     assert p["root_cause"]["rule"] == rule and p["root_cause"]["rank"] == inj["rank"]
     assert {(f["rule"], f["rank"]) for f in _live(run_dir)} >= {(rule, inj["rank"])}  # found live too
 
 
-def test_shape_error_classified_on_every_rank(train_run):
-    run_dir, _ = train_run("shape")
+def test_shape_error_classified_on_every_rank(run):
+    run_dir, _, _ = run("shape")
     p = _report(run_dir)
     shape = [f for f in p["findings"] if f["rule"] == "COMM203"]
     assert sorted(f["rank"] for f in shape) == [0, 1]
     assert all(f["data"].get("classified_as") == "PAR001" and f["step"] == 1 for f in shape)
 
 
-def test_layernorm_desync_names_the_parameters(train_run):
-    run_dir, _ = train_run("desync-layernorm")
+def test_layernorm_desync_names_the_parameters(run):
+    run_dir, _, _ = run("desync-layernorm")
     p = _report(run_dir)
     (f,) = [f for f in p["findings"] if f["rule"] == "PAR201"]
     assert f["rank"] == 1 and f["step"] == 5  # the first checksum after step 0 (every 5 steps)
@@ -120,14 +134,14 @@ def test_layernorm_desync_names_the_parameters(train_run):
     assert not [x for x in p["findings"] if x["rule"] == "PAR202"]
 
 
-def test_seed_mismatch_at_step_0(train_run):
-    run_dir, _ = train_run("seed-mismatch")
+def test_seed_mismatch_at_step_0(run):
+    run_dir, _, _ = run("seed-mismatch")
     p = _report(run_dir)
     assert ("PAR202", 1, 0) in _run_findings(p)
     assert not [x for x in p["findings"] if x["rule"] == "PAR201"]  # drift after a bad init is not re-reported
 
 
-def test_clean_run_has_no_live_finding(train_run):
-    run_dir, res = train_run("clean")
+def test_clean_run_has_no_live_finding(run):
+    run_dir, res, _ = run("clean")
     assert res.rc == 0, res.err[-2000:]
     assert _run_findings(_report(run_dir)) == [] and _live(run_dir) == []

@@ -9,11 +9,14 @@ sleeps, really allocates, really dies, really raises. Usage::
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +26,7 @@ from msdoctor.watch.watchdog import Watchdog  # noqa: E402
 
 SCENARIOS = (
     "clean", "nan", "spike", "underflow", "desync", "seed", "straggler", "datastall", "memleak", "hang",
-    "crash", "exception",
+    "crash", "exception", "hangsync",
 )  # fmt: skip
 BAD_RANK = 1
 FAULT_STEP = 7
@@ -42,6 +45,19 @@ def barrier(run: Path, step: int, rank: int, world: int) -> None:
         time.sleep(0.002)
 
 
+def _framework_collective() -> Any:
+    """tests/watch/fw/mindspore/collective.py, loaded by path (a real module named mindspore would shadow it)."""
+    spec = importlib.util.spec_from_file_location("fake_mindspore_collective", Path(__file__).parent / "fw" / "mindspore" / "collective.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _all_there(d: Path, step: int, world: int) -> bool:
+    return all((d / f"{step}.{r}").exists() for r in range(world))
+
+
 def hang_here() -> None:
     while True:  # the injected hang: a rank that never reaches its collective
         time.sleep(3600)
@@ -57,6 +73,7 @@ def main(run: Path, rank: int, world: int, scenario: str, steps: int) -> None:
     leak: list[bytearray] = []
     scale = 2.0**16
     bad = rank == BAD_RANK
+    fw = _framework_collective()
     try:
         for step in range(1, steps + 1):
             wd.phase("data", step)
@@ -81,7 +98,16 @@ def main(run: Path, rank: int, world: int, scenario: str, steps: int) -> None:
             if scenario == "hang" and bad and step == FAULT_STEP:
                 hang_here()
             wd.phase("collective", step)
-            barrier(run, step, rank, world)
+            if scenario == "hangsync":  # like the trainer: the hung rank is already in phase "collective"
+                if bad and step == FAULT_STEP:
+                    time.sleep(0.3)  # its peer entered (and stalls) first
+                    hang_here()
+                d = run / "barrier"
+                d.mkdir(exist_ok=True)
+                (d / f"{step}.{rank}").touch()
+                fw.all_reduce(partial(_all_there, d, step, world), float(os.environ.get("FAKE_BARRIER_TIMEOUT", "120")))
+            else:
+                barrier(run, step, rank, world)
             grad = np.full(8, 0.01)
             for name in ("ln.gamma", "ln.beta"):
                 g = grad + (noise.normal(size=8) * 0.01 if scenario == "desync" and name.startswith("ln.") else 0.0)
@@ -104,8 +130,17 @@ def launch(run: Path, world: int, scenario: str, steps: int) -> int:
     import subprocess
 
     procs = [subprocess.Popen([sys.executable, __file__, str(run), str(r), str(world), scenario, str(steps)]) for r in range(world)]
-    codes = [p.wait() for p in procs]
-    return next((c for c in codes if c != 0), 0)
+    while all(p.poll() is None or p.returncode == 0 for p in procs) and any(p.poll() is None for p in procs):
+        time.sleep(0.2)
+    failed = next((p.returncode for p in procs if p.returncode not in (None, 0)), 0)
+    if failed:
+        time.sleep(0.5)  # msrun notices a dead worker and tears the job down
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p in procs:
+        p.wait()
+    return failed
 
 
 if __name__ == "__main__":

@@ -73,3 +73,26 @@ def test_robust_statistics():
     ys = [5 * x + 3 for x in xs]
     ys[7] = 1e6  # an outlier
     assert theil_sen(xs, ys) == pytest.approx(5)
+
+
+def test_nan_origin_waits_for_the_peers_of_that_step():
+    """Live, rank 0's all-reduced NaN gradient can arrive before rank 1's NaN loss of the same step."""
+    from pathlib import Path
+
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.engine.evaluate import run_checks
+    from msdoctor.engine.facts import Facts
+
+    facts = Facts.load(Path(__file__).parents[1] / "rules" / "fixtures" / "NUM201.fire.json")
+    rule = [load_catalogue().get("NUM201")]
+    assert [(f.rank, f.step) for f in run_checks(rule, facts).findings] == [(1, FAULT)]
+    series = facts["run.series"]["1"]
+    cut = series["step"].index(FAULT)
+    early = {c: v[:cut] for c, v in series.items()}  # rank 1's step 7 not written yet, rank 1 alive
+    ranks = {k: dict(v) for k, v in facts["run.ranks"].items()}
+    ranks["1"].update(alive=True, ended=None, last_step=FAULT - 1, last_seen_t=facts["run.now"])
+    facts.set("run.series", {**facts["run.series"], "1": early})
+    facts.set("run.ranks", ranks)
+    assert run_checks(rule, facts).findings == []  # not rank 0: wait for rank 1's step
+    ranks["1"].update(alive=False)
+    assert [f.rank for f in run_checks(rule, facts).findings] == [0]  # rank 1 gone: rank 0 is all we know

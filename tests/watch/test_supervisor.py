@@ -94,3 +94,24 @@ def test_timeout_kills_the_job(tmp_path):
     t0 = time.monotonic()
     assert supervise(tmp_path, proc, 1, SuperviseOptions(poll_s=0.1, timeout_s=0.5)) == 124
     assert time.monotonic() - t0 < 10 and proc.poll() is not None
+
+
+def test_hang_in_the_same_phase_names_the_rank_outside_the_framework(tmp_path):
+    # both ranks reach phase "collective" of step 7; rank 0 blocks inside a module under mindspore/
+    # (and stalls first), rank 1 hangs in the training script: rank 1 is the culprit, never rank 0
+    proc = _launch(tmp_path, "hangsync", barrier_timeout="60")
+    try:
+        supervise(tmp_path, proc, 2, SuperviseOptions(poll_s=0.2, stop_on_hang=True))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = _lines(tmp_path)
+    assert {(x["rule"], x["rank"], x["step"]) for x in lines} == {("COMM201", 1, 7)}
+    assert any("/mindspore/collective.py" in e["text"] and "rank 0 waits" in e["text"] for e in lines[0]["evidence"])
+
+
+def test_crash_names_the_rank_that_died_not_the_ones_the_launcher_killed(tmp_path):
+    proc = _launch(tmp_path, "crash")  # the launcher kills rank 0 once rank 1 died, like msrun
+    assert supervise(tmp_path, proc, 2, SuperviseOptions(poll_s=0.2)) == 3
+    lines = [x for x in _lines(tmp_path) if not x.get("retracted")]
+    assert {(x["rule"], x["rank"], x["step"]) for x in lines} == {("COMM202", 1, 7)}
