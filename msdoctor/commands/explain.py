@@ -25,7 +25,8 @@ def rule_markdown(r: Rule, heading: str = "##") -> str:
     ):
         parts += [f"**{title}.** {body.strip()}", ""]
     if r.seed_correction:
-        parts += [f"**Where the seed article is wrong.** {r.seed_correction.strip()}", ""]
+        row = f" (seed {r.seed})" if r.seed else ""
+        parts += [f"**Where the seed article is wrong{row}.** {r.seed_correction.strip()}", ""]
     parts += ["**Example.**", "", "```", r.example.strip(), "```", ""]
     if r.signatures:
         parts += ["**Signatures.**", ""] + [f"- `{s.pattern}`" for s in r.signatures] + [""]

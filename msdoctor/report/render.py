@@ -77,7 +77,7 @@ def render_findings(
     from rich.markup import escape
 
     out = out or console()
-    m = marks()
+    m = {k: escape(v) for k, v in marks().items()}  # "[x]" would otherwise be read as markup
     if not findings:
         out.print(f"[green]{m['ok']}[/] no findings")
     for f in findings:
