@@ -97,7 +97,8 @@ def verdict(facts: Facts, params: Mapping[str, Any]) -> dict[str, Any]:
         pool = {r: e for r, e in failed.items() if states[r][0] == "root"} or failed
         culprit = min(pool, key=lambda r: (_aligned(pool[r], r, offsets), int(r)))
         event = pool[culprit]
-        same = sorted((r for r, e in failed.items() if r != culprit and _same_fault(e, event)), key=int)
+        assert event is not None  # failed ranks always carry their event
+        same = sorted((r for r, e in failed.items() if r != culprit and _same_fault(e or {}, event)), key=int)
         out.update(kind="failed", rank=int(culprit), event=event, same=same,
                    consequences=sorted({int(r) for r in list(waiting) + list(failed)} - {int(culprit)}))  # fmt: skip
         return out
@@ -154,7 +155,7 @@ def _scheduler_words(v: Mapping[str, Any], culprit: int | None) -> tuple[list[st
             ev = _ev(e)
             if ev:
                 evidence.append(ev)
-    return words[:1], evidence[:2]
+    return words[:1], evidence[:1]
 
 
 def _quote(e: Mapping[str, Any]) -> str:

@@ -28,6 +28,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
     p.add_argument("-v", "--verbose", action="store_true", help="all evidence, full fix text, every rank")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel scanning processes (default: one per core)")
+    p.add_argument("--engine", choices=("auto", "python"), default="auto",
+                   help="line pre-filter: grep when installed (auto), or Python's re only")  # fmt: skip
     p.add_argument("--dump-facts", metavar="FILE", help="also write the collected facts snapshot to FILE")
 
 
@@ -66,7 +68,7 @@ def signature_findings(scan: LogScan) -> list[Finding]:
         where = f"on rank(s) {_short(ranks)}" if ranks else "in launcher/scheduler logs"
         first = firsts[0][2]
         hit = Hit(
-            message=f"{a['count']} line(s) {where}; first: {first['text'][:200]}",
+            message=f"{a['count']} line(s) {where}",
             evidence=evidence,
             rank=ranks[0] if len(ranks) == 1 and "launcher" not in a["per_rank"] else None,
             data={"ranks": ranks[:1000], "per_rank": dict(list(a["per_rank"].items())[:1000]),
@@ -115,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from msdoctor.report.render import exit_code, json_payload, print_json
 
     catalogue = load_catalogue()
-    facts, scan = collect(args.paths, catalogue, jobs=args.jobs)
+    facts, scan = collect(args.paths, catalogue, jobs=args.jobs, engine=args.engine)
     if args.dump_facts:
         Path(args.dump_facts).write_bytes(facts.dumps())
     ev = run_checks(catalogue.select(source="log", kind="check"), facts)

@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover
     import sre_parse  # type: ignore[no-redef]
 
 CheckFn = Callable[[Facts, Mapping[str, Any]], Iterable[Hit]]
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass
@@ -133,9 +134,14 @@ class SigMatch:
 class SignatureSet:
     """All signature rules compiled once; ``match(line)`` returns the rules a line fires.
 
-    A combined regex of the literal anchors rejects most lines with one C-level search, so the
-    per-rule regexes only run on lines that contain one of the anchors.
+    Only the rules whose literal anchor occurs in the line run their regex. Which anchors occur is
+    cached per *digit-free form* of the line: floods and noise repeat one text with other numbers
+    (time, pid, peer), and an anchor without digits that occurs in a line also occurs in its digit-free
+    form, so the cached anchors are re-checked on the real line and the few anchors holding digits are
+    always checked — the result is exact, and a repeated line costs a few substring tests.
     """
+
+    CACHE_MAX = 65536
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.entries: list[tuple[Rule, re.Pattern[str], str | None]] = []
@@ -150,13 +156,25 @@ class SignatureSet:
                 self._by_anchor.setdefault(a, []).append((r, rx))
         alts = sorted(set(anchored), key=len, reverse=True)
         self.prefilter = re.compile("|".join(re.escape(a) for a in alts)) if alts else None
+        self._digit_anchors = [a for a in self._by_anchor if any(c.isdigit() for c in a)]
+        self._plain_anchors = [a for a in self._by_anchor if not any(c.isdigit() for c in a)]
+        self._cache: dict[str, tuple[str, ...]] = {}
 
     def candidates(self, line: str) -> list[tuple[Rule, re.Pattern[str]]]:
         out = list(self._unanchored)
-        if self.prefilter is not None and self.prefilter.search(line):
-            for anchor, entries in self._by_anchor.items():
-                if anchor in line:
-                    out.extend(entries)
+        key = _DIGITS.sub("", line)
+        plain = self._cache.get(key)
+        if plain is None:
+            plain = tuple(a for a in self._plain_anchors if a in key)
+            if len(self._cache) >= self.CACHE_MAX:
+                self._cache.clear()
+            self._cache[key] = plain
+        for anchor in plain:
+            if anchor in line:
+                out.extend(self._by_anchor[anchor])
+        for anchor in self._digit_anchors:
+            if anchor in line:
+                out.extend(self._by_anchor[anchor])
         return out
 
     def match(self, line: str) -> list[SigMatch]:

@@ -168,7 +168,7 @@ PATH_RANK_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
 RANK_HINT_RES: tuple[tuple[str, re.Pattern[bytes]], ...] = (
     ("content:rank id", re.compile(rb"This node \d+ rank id: (\d+)")),
     ("content:Global rank id", re.compile(rb"Global rank id[:\s]+(\d+)")),
-    ("content:RANK_ID", re.compile(rb"(?:export |^|\s)RANK_ID=(\d+)", re.M)),
+    ("content:RANK_ID", re.compile(rb"RANK_ID=(\d+)")),  # literal first: sre searches it fast
     ("content:HCCL rank", re.compile(rb"rankNum\[\d+\], rank\[(\d+)\]")),
     ("content:HCCL [rank] block", re.compile(rb"\[hccl-\d+-\d+-\d+-[\w-]+\]\[(\d+)\]")),
     ("content:RankID", re.compile(rb"RankID:(\d+)\)")),
@@ -214,7 +214,10 @@ def rank_hints(head: bytes) -> dict[str, set[int]]:
     """Every rank the head of a file names, by kind of hint. One distinct value means the file is that rank's."""
     out: dict[str, set[int]] = {}
     for source, rx in RANK_HINT_RES:
-        vals = {int(v) for v in rx.findall(head)}
+        if source == "content:RANK_ID":  # not LOCAL_RANK_ID=, MS_RANK_ID=…: the name must stand alone
+            vals = {int(m.group(1)) for m in rx.finditer(head) if m.start() == 0 or head[m.start() - 1 : m.start()] in b" \t\n[\"'"}
+        else:
+            vals = {int(v) for v in rx.findall(head)}
         if vals:
             out[source] = vals
     return out

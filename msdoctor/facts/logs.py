@@ -111,7 +111,7 @@ def _peers(groups: dict[str, str] | None) -> list[int]:
 
 
 def _slim(ev: dict[str, Any], path: str) -> dict[str, Any]:
-    d = {k: ev[k] for k in ("rule", "role", "severity", "line", "text", "time", "ts") if k in ev}
+    d: dict[str, Any] = {k: ev[k] for k in ("rule", "role", "severity", "line", "text", "time", "ts") if k in ev}
     d["file"] = path
     peers = _peers(ev.get("groups"))
     if peers:
@@ -179,12 +179,13 @@ def _merge_rank(rank: int, scans: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None) -> tuple[Facts, LogScan]:
+def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None,
+            engine: str = "auto") -> tuple[Facts, LogScan]:  # fmt: skip
     """Scan the logs under ``paths``; facts for the checks plus the raw scan for the signature findings."""
     files, skipped = discover(paths)
     if not files:
         raise InputError(f"{', '.join(paths)}: no log files found")
-    spec = ScanSpec(signature_set(catalogue or load_catalogue()))
+    spec = ScanSpec(signature_set(catalogue or load_catalogue()), engine=engine)
     scans = scan_files(files, spec, jobs=jobs)
     return facts_from_scans(scans, skipped)
 

@@ -12,11 +12,13 @@ import gzip
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO, Any
 
+from msdoctor.engine.catalogue import Rule
 from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.facts.logformats import (
     MSRUN_WORKER_RE,
@@ -31,7 +33,7 @@ from msdoctor.facts.logformats import (
 )
 
 BLOCK = 1 << 20  # bytes per read; a line longer than this is still handled (the block grows)
-HEAD = 1 << 20  # rank / world-size hints are read from the first MiB only
+HEAD = 1 << 16  # rank / world-size hints are read from the first 64 KiB only
 MAX_TEXT = 400  # evidence text is cut to this many characters
 KEEP_FIRST = 40  # anomalies kept from the start of a file …
 KEEP_RECENT = 120  # … and since the last progress line (a flood keeps its first and last lines)
@@ -40,7 +42,9 @@ GENERIC_MARKERS = (
     rb"(?:Error|Exception): ", rb"(?:Error|Exception):$",
 )  # fmt: skip
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
+_DIGITS = re.compile(r"\d+")
 TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
+PROGRESS_HINT = "step"  # progress lines (LossMonitor, mindformers) carry no time stamp of their own
 CLUSTER_UP = "Cluster is successfully initialized"  # logged by every rank at the same moment (clock anchor)
 
 
@@ -49,6 +53,8 @@ class ScanSpec:
     """What to look for: the signature set and the combined byte-level pre-filter built from it."""
 
     sigs: SignatureSet
+    engine: str = "auto"  # auto: grep for big files when it is installed; python: always Python's re
+    grep_min_size: int = 4 << 20
     prefilter: re.Pattern[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -95,6 +101,7 @@ class _FileState:
         self.progress_first: dict[str, Any] | None = None
         self.progress_last: dict[str, Any] | None = None
         self.progress_count = 0
+        self.progress_shapes: dict[str, tuple[Rule, re.Pattern[str]]] = {}
         self.last_traceback: int | None = None
         self.exceptions: deque[dict[str, Any]] = deque(maxlen=3)
         self.pids: dict[int, int] = {}
@@ -129,14 +136,21 @@ def _decode(raw: bytes, st: _FileState) -> str:
 
 def _ts_before(block: bytes, pos: int) -> tuple[float | None, str | None]:
     """The nearest time stamp at or before ``pos`` in this block (lines without their own stamp)."""
-    start = max(0, pos - 65536)
-    last = None
-    for last in TS_BYTES_RE.finditer(block, start, pos):  # noqa: B007 — only the last one is wanted
-        pass
-    if last is None:
-        return None, None
-    text = last.group(0).decode("ascii")
-    return parse_ts(text), text
+    for span in (2048, 65536):
+        start = max(0, pos - span)
+        last = None
+        for last in TS_BYTES_RE.finditer(block, start, pos):  # noqa: B007 — only the last one is wanted
+            pass
+        if last is not None:
+            text = last.group(0).decode("ascii")
+            return parse_ts(text), text
+        if start == 0:
+            break
+    return None, None
+
+
+def _next_is_rule(block: bytes, end: int) -> bool:
+    return block[end + 1 : end + 3] == b"--"
 
 
 def _banner_after(block: bytes, end: int) -> dict[str, str]:
@@ -148,33 +162,69 @@ def _banner_after(block: bytes, end: int) -> dict[str, str]:
     return split_banner(tail.decode("utf-8", "replace"))
 
 
-def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, block: bytes, s: int, e: int) -> None:
+TsLookup = Callable[[], tuple[float | None, str | None]]
+BannerLookup = Callable[[], dict[str, str]]
+
+
+def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | None, ts_text: str | None,
+              groups: dict[str, str], lookup: TsLookup | None) -> dict[str, Any]:  # fmt: skip
+    step = int(groups["step"]) if (groups.get("step") or "").isdigit() else None
+    ev = _event(rule.id, "progress", rule.severity.value, lineno, text.strip(), ts, ts_text,
+                {k: v for k, v in groups.items() if v is not None}, step=step)  # fmt: skip
+    if lookup is not None:
+        ev["_lookup"] = lookup  # resolved for the first and last progress line only (resolve_progress)
+    if st.progress_last is None or st.progress_last["line"] != lineno:
+        st.progress_count += 1
+    if st.progress_first is None:
+        st.progress_first = ev
+    st.progress_last = ev
+    st.recent.clear()
+    st.recent_first = []
+    return ev
+
+
+def resolve_progress(st: _FileState) -> None:
+    """Give the first and last progress lines the time of the nearest stamped line before them."""
+    for ev in (st.progress_first, st.progress_last):
+        if ev is not None and "_lookup" in ev:
+            ev["time"], ev["ts"] = ev.pop("_lookup")()
+
+
+def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
+            banner_lookup: BannerLookup, next_is_rule: Callable[[], bool]) -> None:  # fmt: skip
+    """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
+    lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
+    key = _DIGITS.sub("", text)
+    fast = st.progress_shapes.get(key)
+    if fast is not None:  # a per-step line seen before with other numbers: only its step matters
+        m = fast[1].search(text)
+        if m is not None:
+            _progress(st, fast[0], lineno, text, None, None, m.groupdict(), ts_lookup)
+            return
     rec = parse_line(text)
     ts, ts_text = rec.time, rec.ts_text
     if rec.pid is not None:
         st.pids[rec.pid] = st.pids.get(rec.pid, 0) + 1
-    if ts is None:
-        ts, ts_text = _ts_before(block, s)
+    lazy = ts is None and PROGRESS_HINT in text  # progress lines: the time is looked up once, at the end
+    if ts is None and not lazy:
+        ts, ts_text = ts_lookup()
     if CLUSTER_UP in text and st.cluster_up is None:
         st.cluster_up = ts
     matches = spec.sigs.match(text)
     classified = False
-    for m in matches:
-        rule = m.rule
+    for sm in matches:
+        rule = sm.rule
         if rule.role == "progress":
-            step = int(m.groups["step"]) if m.groups.get("step", "").isdigit() else None
-            ev = _event(rule.id, "progress", rule.severity.value, lineno, text.strip(), ts, ts_text, m.groups, step=step)
-            st.progress_count += 0 if st.progress_last is not None and st.progress_last["line"] == lineno else 1
-            if st.progress_first is None:
-                st.progress_first = ev
-            st.progress_last = ev
-            st.recent.clear()
-            st.recent_first = []
+            ev = _progress(st, rule, lineno, text, ts, ts_text, sm.groups, None if ts is not None else ts_lookup)
             if rule.severity.value == "info":
+                if len(matches) == 1 and rec.grammar == "plain" and len(st.progress_shapes) < 1024:
+                    rx = next((sg.regex for sg in rule.signatures if sg.regex.search(text)), None)
+                    if rx is not None:
+                        st.progress_shapes[key] = (rule, rx)
                 continue  # plain progress; a progress rule with a severity (e.g. overflow) is also a hit
             ev = dict(ev, pid=rec.pid)
         else:
-            ev = _event(rule.id, rule.role, rule.severity.value, lineno, text.strip(), ts, ts_text, m.groups, pid=rec.pid)
+            ev = _event(rule.id, rule.role, rule.severity.value, lineno, text.strip(), ts, ts_text, sm.groups, pid=rec.pid)
         h = st.hits.get(rule.id)
         if h is None:
             h = st.hits[rule.id] = {"count": 1, "first": ev, "last": ev, "pids": {}}
@@ -191,7 +241,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, block: bytes
         st.last_traceback = lineno
         return
     if rec.grammar == "python-exc":
-        banner = _banner_after(block, e) if not rec.message.strip() or block[e + 1 : e + 3] == b"--" else {}
+        banner = banner_lookup() if not rec.message.strip() or next_is_rule() else {}
         exc = {"type": rec.exc_type, "message": rec.message.strip()[:MAX_TEXT], "line": lineno,
                "after_traceback": st.last_traceback is not None and lineno - st.last_traceback < 400,
                "sections": {k: v[:MAX_TEXT] for k, v in banner.items()}}  # fmt: skip
@@ -207,7 +257,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, block: bytes
 
 def _open(path: str) -> IO[bytes]:
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return gzip.open(path, "rb")  # type: ignore[return-value]
     return open(path, "rb", buffering=0)
 
 
@@ -243,9 +293,14 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
     head = b""
     truncated = False
     lineno = 0
+    if spec.engine != "python" and size >= spec.grep_min_size and not path.endswith(".gz"):
+        from msdoctor.facts.loggrep import scan_batch
+
+        fh.close()
+        return scan_batch([path], spec)[0]
     try:
         with fh:
-            for block, partial in _blocks(fh):
+            for block, cut in _blocks(fh):
                 if not head:
                     head = block[:HEAD]
                     sample = head[:65536]
@@ -254,12 +309,13 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
                         out["readable"] = False
                         out["size"] = size
                         return out
-                truncated = truncated or partial
+                truncated = truncated or cut
                 lineno = _scan_block(st, spec, block, lineno)
-                if partial:
+                if cut:
                     lineno += 1
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         out["skipped"].append({"file": path, "reason": f"read stopped at line {lineno} ({exc})"})
+    resolve_progress(st)
     out.update(_summary(st, head, size, lineno))
     if truncated:
         out["skipped"].append({"file": path, "line": lineno, "reason": "last line has no newline (file truncated?)"})
@@ -270,11 +326,14 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
     return out
 
 
+_TEXT_BYTES = bytes([9, 10, 13, 27, *range(32, 256)])  # deleted by translate: what is left is control bytes
+
+
 def _mostly_binary(sample: bytes) -> bool:
+    """More than 5 % control bytes (NUL included) in the first 64 KiB: not a text log."""
     if not sample:
         return False
-    ctrl = sum(sample.count(bytes([c])) for c in (*range(0, 9), 11, 12, *range(14, 27), *range(28, 32)))
-    return ctrl > len(sample) // 20
+    return len(sample.translate(None, _TEXT_BYTES)) > len(sample) // 20
 
 
 def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> int:
@@ -296,7 +355,8 @@ def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> in
         counted = s
         raw = block[s:e]
         if not (has_nul and b"\x00" in raw):
-            _handle(st, spec, _decode(raw, st), lineno + 1, block, s, e)
+            _handle(st, spec, _decode(raw, st), lineno + 1, partial(_ts_before, block, s),
+                    partial(_banner_after, block, e), partial(_next_is_rule, block, e))  # fmt: skip
         pos = e + 1
     lineno += block.count(b"\n", counted)
     if has_nul:  # rare: zero-filled tails, garbage pasted into a log; count the lines it spoils
@@ -345,6 +405,8 @@ def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, An
 # -- many files --------------------------------------------------------------------------------
 
 _SPEC: ScanSpec | None = None
+BATCH_BYTES = 32 << 20  # one grep process per batch of files of about this size (or BATCH_FILES files)
+BATCH_FILES = 256
 
 
 def _init_worker(spec: ScanSpec) -> None:
@@ -352,32 +414,53 @@ def _init_worker(spec: ScanSpec) -> None:
     _SPEC = spec
 
 
-def _scan_one(path: str) -> dict[str, Any]:
+def _scan_batch(paths: list[str]) -> list[dict[str, Any]]:
     assert _SPEC is not None
-    return scan_file(path, _SPEC)
+    return _run_batch(paths, _SPEC)
+
+
+def _run_batch(paths: list[str], spec: ScanSpec) -> list[dict[str, Any]]:
+    if spec.engine == "python":
+        return [scan_file(p, spec) for p in paths]
+    from msdoctor.facts.loggrep import scan_batch
+
+    return scan_batch(paths, spec)
+
+
+def _batches(files: list[str]) -> list[list[str]]:
+    """Large files alone and first (so one big file does not finish last), small files grouped."""
+    out: list[list[str]] = []
+    cur: list[str] = []
+    acc = 0
+    for p in sorted(files, key=lambda f: -_size(f)):
+        size = _size(p)
+        if cur and (acc + size > BATCH_BYTES or len(cur) >= BATCH_FILES):
+            out.append(cur)
+            cur, acc = [], 0
+        cur.append(p)
+        acc += size
+    if cur:
+        out.append(cur)
+    return out
 
 
 def scan_files(paths: Iterable[str], spec: ScanSpec, jobs: int | None = None) -> list[dict[str, Any]]:
-    """Scan files in parallel processes (one per core, at most one per file); small inputs stay in-process."""
+    """Scan files in batches, in parallel processes sized to the cores; small inputs stay in-process."""
     files = list(paths)
-    total = 0
-    for p in files:
-        try:
-            total += os.path.getsize(p)
-        except OSError:
-            pass
+    total = sum(_size(p) for p in files)
     cores = jobs or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-    workers = max(1, min(cores, len(files)))
+    batches = _batches(files)
+    workers = max(1, min(cores, len(batches)))
     if workers == 1 or total < (8 << 20):  # process start-up costs more than it saves below ~8 MB
-        return [scan_file(p, spec) for p in files]
-    import multiprocessing
+        results = [r for b in batches for r in _run_batch(b, spec)]
+    else:
+        import multiprocessing
 
-    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(spec,)) as ex:
-        # Large files first so one big file does not finish last alone.
-        order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
-        results = dict(zip(order, ex.map(_scan_one, [files[i] for i in order], chunksize=max(1, len(files) // (workers * 8))), strict=True))
-    return [results[i] for i in range(len(files))]
+        ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(spec,)) as ex:
+            results = [r for rs in ex.map(_scan_batch, batches) for r in rs]
+    by_path = {r["path"]: r for r in results}
+    return [by_path[p] for p in files]
 
 
 def _size(p: str) -> int:

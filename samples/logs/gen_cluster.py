@@ -30,6 +30,10 @@ NOISE = (
     "[WARNING] MD({pid},fffdf0ff91e0,python):{ts} [mindspore/ccsrc/minddata/dataset/engine/datasetops/source/generator_op.cc:220] operator()] Bad performance attention, it takes more than {n} seconds to generator.__next__ new row, which might cause `GetNext` timeout problem when sink_mode=True.",
     "[WARNING] DISTRIBUTED({pid},7f2b561e3b80,python):{ts} [mindspore/ccsrc/cluster/topology/compute_graph_node.cc:201] Register] Failed to connect to the meta server node url: 127.0.0.1:{n}",
 )
+NOISE_QUIET = (*NOISE[:3], NOISE[4],
+    "[INFO] ME({pid},7f2b561e3b80,python):{ts} [mindspore/ccsrc/pipeline/jit/ps/pipeline.cc:1200] Compile] Start compiling graph {n}.",
+    "[INFO] PROFILER({pid},7f2b561e3b80,python):{ts} [mindspore/ccsrc/debug/profiler/profiling.cc:{n}] Step] step time {n} us",
+)
 START = (
     "[WARNING] DISTRIBUTED({pid},7f2b561e3b80,python):{ts} [mindspore/ccsrc/cluster/topology/cluster_context.cc:316] BuildCluster] Topology build timed out., retry(1/1200).",
     "[WARNING] DISTRIBUTED({pid},7f2b561e3b80,python):{ts} [mindspore/ccsrc/cluster/topology/cluster_context.cc:319] BuildCluster] Cluster is successfully initialized.",
@@ -74,7 +78,8 @@ def rank_lines(rank: int, n: int, culprit: int, steps: int, noise: int, rng: ran
     for step in range(1, last + 1):
         for _ in range(noise):
             t += rng.random() * 0.05
-            out.append(rng.choice(NOISE).format(pid=pid, ts=ts(t), n=rng.randint(1, 60000)))
+            tpl = NOISE[3] if rng.random() < 0.02 else rng.choice(NOISE_QUIET)  # 2 % a real MD warning rule
+            out.append(tpl.format(pid=pid, ts=ts(t), n=rng.randint(1, 60000)))
         t += 0.2
         out.append(f"epoch: 1 step: {step}, loss is {1.0 / step + rng.random() * 0.01:.6f}")
     if rank == culprit:

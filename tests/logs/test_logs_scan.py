@@ -100,3 +100,31 @@ def test_gzip_rotated_log(tmp_path, spec):
     with gzip.open(f, "wt", encoding="utf-8") as fh:
         fh.write("epoch: 2 step: 9, loss is 0.25\n")
     assert scan_file(str(f), spec)["progress"]["last"]["step"] == 9
+
+
+def test_grep_engine_agrees_with_the_python_engine(tmp_path, spec):
+    """The grep pre-filter (big files) finds the same hits, lines, progress and times as Python's re."""
+    import shutil
+
+    import pytest
+
+    from msdoctor.facts.logscan import ScanSpec
+
+    if shutil.which("grep") is None:
+        pytest.skip("grep not installed: the Python engine is the only one")
+    cases = [line for _, line in _ruleid_lines()]
+    body = "\n".join(f"{NOISE}\n{line}" for line in cases)
+    body += "\nepoch: 3 step: 12, loss is 0.25\nTraceback (most recent call last):\nRuntimeError: \n" + "-" * 52
+    body += "\n- Kernel error:\n" + "-" * 52 + "\nLaunch kernel failed: Default/AllReduce-op0\n"
+    f = tmp_path / "worker_0.log"
+    f.write_bytes(body.encode("utf-8") + "[ERROR] ME(1:1,MainProcess):数据集加载失败".encode("gb18030"))
+    py = scan_file(str(f), ScanSpec(spec.sigs, engine="python"))
+    gr = scan_file(str(f), ScanSpec(spec.sigs, grep_min_size=0))
+    assert gr.get("engine") == "grep" and "engine" not in py
+    assert {k: v["count"] for k, v in gr["hits"].items()} == {k: v["count"] for k, v in py["hits"].items()}
+    assert {k: v["first"]["line"] for k, v in gr["hits"].items()} == {k: v["first"]["line"] for k, v in py["hits"].items()}
+    for key in ("step", "line", "ts", "text"):
+        assert gr["progress"]["last"][key] == py["progress"]["last"][key]
+    assert gr["exceptions"] == py["exceptions"] and gr["exceptions"][-1]["sections"]["Kernel error"].startswith("Launch")
+    assert gr["last_ts"] == py["last_ts"] and gr["anomalies"] == py["anomalies"]
+    assert [s["reason"] for s in gr["skipped"]] == [s["reason"] for s in py["skipped"]]

@@ -1,0 +1,245 @@
+"""GNU grep as the line pre-filter for big log files.
+
+Python's ``re`` runs an alternation of ~170 anchors at 3–6 MB/s; grep's DFA/Aho–Corasick pre-filter reads
+the same files at hundreds of MB/s (bench/RESULTS.md). For files above ``ScanSpec.grep_min_size`` the
+scanner streams ``grep -a -n -b -E`` over the file with the same anchors (translated to ERE) and handles
+only the lines grep prints, exactly as the Python engine does; what the handling needs from other lines
+(the time stamp before a progress line, the banner after an exception, the file's last time stamp) is read
+with ``os.pread`` at the byte offsets grep reports. Without grep, or when a pattern does not translate,
+the Python engine is used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from functools import cache, partial
+from typing import Any
+
+from msdoctor.facts.logformats import (
+    file_kind,
+    parse_ts,
+    split_banner,  # noqa: I001
+)
+from msdoctor.facts.logscan import (
+    CLUSTER_UP,
+    HEAD,
+    ScanSpec,
+    _decode,
+    _FileState,
+    _handle,
+    _mostly_binary,
+    _summary,
+    resolve_progress,
+)
+
+TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
+ERE_SPECIAL = re.compile(r"([.\[\]()*+?{}|^$\\])")
+GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
+               r"(Error|Exception):", CLUSTER_UP)  # fmt: skip
+
+
+def ere_literal(text: str) -> str:
+    return ERE_SPECIAL.sub(r"\\\1", text)
+
+
+def to_ere(pattern: str) -> str | None:
+    """Translate a (simple) Python regex to POSIX ERE, or None when it uses what ERE lacks.
+
+    Only ever used for the few signatures without a literal anchor; a translation may match more than
+    the original (lookaheads are dropped) but never less — the Python regex still decides afterwards.
+    """
+    p = pattern
+    ci = False
+    m = re.match(r"^\(\?([aiLmsux]+)\)", p)
+    if m:
+        ci = "i" in m.group(1)
+        p = p[m.end() :]
+    if re.search(r"\(\?<[=!]|\(\?P=|\\[1-9]|\\[AZ]", p):
+        return None
+    p = re.sub(r"\(\?[=!](?:[^()\\]|\\.)*\)", "", p)  # lookaheads: drop (broader, still correct)
+    p = re.sub(r"\(\?P<\w+>", "(", p).replace("(?:", "(")
+    p = re.sub(r"([*+?}])\?", r"\1", p)  # lazy → greedy
+    subs = {r"\d": "[0-9]", r"\D": "[^0-9]", r"\s": "[[:space:]]", r"\S": "[^[:space:]]", r"\w": "[[:alnum:]_]", r"\W": "[^[:alnum:]_]"}
+    out, i, in_class = [], 0, False
+    while i < len(p):
+        two = p[i : i + 2]
+        if two in subs and not in_class:
+            out.append(subs[two])
+            i += 2
+            continue
+        if two in subs and in_class:  # inside [...]: POSIX class names without their own brackets
+            out.append(subs[two][1:-1] if not subs[two].startswith("[^") else "")
+            i += 2
+            continue
+        ch = p[i]
+        if ch == "\\" and i + 1 < len(p):
+            nxt = p[i + 1]
+            out.append(("\\" + nxt) if (nxt in ".[]()*+?{}|^$\\b" and not in_class) else (nxt if in_class else "\\" + nxt))
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+        elif ch == "]" and in_class:
+            in_class = False
+        elif ci and ch.isalpha() and not in_class:
+            out.append(f"[{ch.lower()}{ch.upper()}]")
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+@cache
+def grep_args(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The grep command line for a pattern set, or None when grep is missing or refuses a pattern."""
+    exe = shutil.which("grep")
+    if exe is None:
+        return None
+    args = [exe, "-a", "-n", "-b", "-E"]
+    for p in patterns:
+        args += ["-e", p]
+    try:
+        probe = subprocess.run([*args, "--", os.devnull], capture_output=True, env={"LC_ALL": "C"}, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return tuple(args) if probe.returncode == 1 else None  # 1: ran fine, no match in /dev/null
+
+
+def patterns_for(spec: ScanSpec) -> tuple[str, ...] | None:
+    pats: set[str] = set(GENERIC_ERE)
+    for _rule, rx, anchor in spec.sigs.entries:
+        if anchor:
+            pats.add(ere_literal(anchor))
+            continue
+        ere = to_ere(rx.pattern)
+        if ere is None:
+            return None
+        pats.add(ere)
+    return tuple(sorted(pats))
+
+
+def _ts_before(fd: int, off: int) -> tuple[float | None, str | None]:
+    """The nearest time stamp before byte ``off``: look 2 KiB back first, then 64 KiB."""
+    for span in (2048, 65536):
+        start = max(0, off - span)
+        window = os.pread(fd, off - start, start)
+        last = None
+        for last in TS_BYTES_RE.finditer(window):  # noqa: B007 — the last one is wanted
+            pass
+        if last is not None:
+            text = last.group(0).decode("ascii")
+            return parse_ts(text), text
+        if start == 0:
+            break
+    return None, None
+
+
+def _banner(fd: int, end: int) -> dict[str, str]:
+    tail = os.pread(fd, 8192, end + 1)
+    stop = re.search(rb"\n\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]", tail)
+    return split_banner((tail[: stop.start()] if stop else tail).decode("utf-8", "replace"))
+
+
+def _next_is_rule(fd: int, end: int) -> bool:
+    return os.pread(fd, 2, end + 1) == b"--"
+
+
+class _Open:
+    """One file of a batch while grep's lines for it stream by."""
+
+    def __init__(self, path: str, fd: int, size: int, head: bytes) -> None:
+        self.path, self.fd, self.size, self.head = path, fd, size, head
+        self.st = _FileState(path)
+        self.out: dict[str, Any] = {"path": path, "kind": file_kind(path), "skipped": []}
+        self.last_line = 0
+
+
+def usable(spec: ScanSpec) -> tuple[str, ...] | None:
+    pats = patterns_for(spec)
+    return grep_args(pats) if pats else None
+
+
+def scan_batch(paths: list[str], spec: ScanSpec) -> list[dict[str, Any]]:
+    """Scan several files with one grep process (its start-up and pattern compile cost ~10 ms)."""
+    from msdoctor.facts.logscan import scan_file
+
+    args = usable(spec)
+    if args is None:
+        return [scan_file(p, ScanSpec(spec.sigs, engine="python")) for p in paths]
+    results: dict[str, dict[str, Any]] = {}
+    live: dict[bytes, _Open] = {}
+    for path in paths:
+        if path.endswith(".gz"):
+            results[path] = scan_file(path, ScanSpec(spec.sigs, engine="python"))
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            results[path] = {"path": path, "kind": file_kind(path), "readable": False,
+                             "skipped": [{"file": path, "reason": f"cannot be read ({exc.strerror or exc})"}]}  # fmt: skip
+            continue
+        head = os.pread(fd, HEAD, 0)
+        if _mostly_binary(head[:65536]):
+            os.close(fd)
+            results[path] = {"path": path, "kind": file_kind(path), "readable": False, "size": size,
+                             "skipped": [{"file": path, "reason": "binary content (not a text log)"}]}  # fmt: skip
+            continue
+        live[os.fsencode(path)] = _Open(path, fd, size, head)
+    try:
+        if live:
+            _run(args, live, spec)
+        for f in live.values():
+            results[f.path] = _finish(f)
+    finally:
+        for f in live.values():
+            os.close(f.fd)
+    return [results[p] for p in paths]
+
+
+def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> None:
+    """Stream grep's output (``name NUL line:offset:text``) and hand each line to its file's state."""
+    proc = subprocess.Popen([*args, "-H", "-Z", "--", *live], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={"LC_ALL": "C"})  # fmt: skip
+    assert proc.stdout is not None
+    with proc:
+        for raw in proc.stdout:
+            name, _, rest = raw.partition(b"\0")
+            f = live.get(name)
+            if f is None:
+                continue
+            n, off, text = rest.split(b":", 2)
+            lineno, offset = int(n), int(off)
+            body = text[:-1] if text.endswith(b"\n") else text
+            f.last_line = lineno
+            if b"\x00" in body:
+                f.st.binary_lines += 1
+                continue
+            end = offset + len(body)
+            _handle(f.st, spec, _decode(body, f.st), lineno, partial(_ts_before, f.fd, offset),
+                    partial(_banner, f.fd, end), partial(_next_is_rule, f.fd, end))  # fmt: skip
+        err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""
+    if proc.returncode not in (0, 1):
+        for f in live.values():
+            f.out["skipped"].append({"file": f.path, "reason": f"grep failed ({err[:200]}); lines after {f.last_line} not read"})
+
+
+def _finish(f: _Open) -> dict[str, Any]:
+    st, out = f.st, f.out
+    resolve_progress(st)  # progress lines deferred their time stamp to here (the fd is still open)
+    st.last_ts, st.last_ts_text = _ts_before(f.fd, f.size) if f.size else (None, None)
+    m0 = TS_BYTES_RE.search(f.head)
+    st.first_ts = parse_ts(m0.group(0).decode("ascii")) if m0 else st.last_ts
+    out.update(_summary(st, f.head, f.size, f.last_line))
+    out["engine"] = "grep"
+    if f.size and os.pread(f.fd, 1, f.size - 1) != b"\n":
+        out["skipped"].append({"file": f.path, "reason": "last line has no newline (file truncated?)"})
+    if st.binary_lines:
+        out["skipped"].append({"file": f.path, "reason": f"{st.binary_lines} line(s) with binary content skipped"})
+    if st.non_utf8:
+        out["skipped"].append({"file": f.path, "reason": f"{st.non_utf8} line(s) not UTF-8 (read as GB18030 or with replacement)"})
+    return out
