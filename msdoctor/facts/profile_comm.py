@@ -24,7 +24,7 @@ def op_type(name: str) -> str:
     base = name.rsplit("/", 1)[-1]
     m = OP_TYPE_RE.match(base)
     t = (m.group(1) if m else base).lower()
-    return {"recv": "receive", "sendrecv": "send/recv"}.get(t, t)
+    return {"recv": "receive", "sendrecv": "send/recv", "batchsendrecv": "send/recv"}.get(t, t)
 
 
 def step_no(key: str) -> int | None:

@@ -29,7 +29,9 @@ COLUMNS = "{'name': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHA
 EVENT_START = re.compile(rb'\}\s*,\s*\{\s*"(?:name|ph|pid|tid|ts|dur|cat|args|id|bp|s)"')
 TAIL_CHUNK = 1 << 20
 MAX_TAIL = 64 << 20
-COLLECTIVE_RE = r"(?i)(allreduce|allgather|reducescatter|broadcast|alltoall|all_to_all|send|receive|recv|barrier)"
+# a collective op name: `hcom_allReduce__…`, `Default/AllReduce-op1`, `Send-op3`; not `BroadcastTo-op0`
+COLLECTIVE_RE = (r"(?i)(^|/)(hcom_)?(all_?reduce|all_?gather|reduce_?scatter|broadcast|all_?to_?all(v|vc)?|(batch_?)?send_?recv|send|"
+                 r"receive|recv|barrier)(-op\d+|_|$)")  # fmt: skip
 
 
 def connect(memory_limit: str = "700MB", threads: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -258,7 +260,7 @@ def comm_events(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         JOIN sel_pids p ON e.rank = p.rank AND e.pid = p.pid
         JOIN steps s ON e.rank = s.rank AND e.ts >= s.t0 AND e.ts < s.t1
         WHERE e.ph='X' AND e.dur IS NOT NULL
-          AND (e.name LIKE 'hcom\\_%' ESCAPE '\\' OR regexp_matches(e.name, '{COLLECTIVE_RE}'))
+          AND regexp_matches(e.name, '{COLLECTIVE_RE}')
           AND NOT regexp_matches(e.name, '^(Notify|Memcpy|Reduce_Inline|RDMASend)')""").df()
 
 

@@ -85,3 +85,21 @@ def test_analyze_does_not_import_mindspore_or_textual():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-500:]
+
+
+def test_merge_trace_includes_recovered_truncated_rank(make_tree, tmp_path):
+    import shutil
+
+    root = tmp_path / "t"
+    shutil.copytree(make_tree("trunc", ranks=2, steps=3, kernels=32, truncate_rank=1), root)
+    out = tmp_path / "m.json"
+    res = run_cli("analyze", str(root), "--merge-trace", str(out), "--json")
+    assert res.rc == 0, res.err
+    payload = res.json()
+    assert [r["rank"] for r in payload["files"]["recovered"]] == [1]
+    assert any(f["rule"] == "PERF306" and f["rank"] == 1 for f in payload["findings"])
+    events = orjson.loads(out.read_bytes())
+    per_rank = {0: 0, 1: 0}
+    for e in events:
+        per_rank[e["pid"] // 1_000_000] += 1
+    assert 0 < per_rank[1] < per_rank[0]  # rank 1 kept its events up to the cut

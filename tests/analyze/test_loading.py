@@ -125,3 +125,18 @@ def test_cpu_rank_numbering_without_profiler_info(tmp_path):
     cpu = Path(__file__).resolve().parents[2] / "samples" / "profiles" / "cpu_2rank"
     d = discover(cpu)
     assert [(r.rank, r.rank_source, r.kind) for r in d.ranks] == [(0, "cpu_op suffix", "cpu"), (1, "cpu_op suffix", "cpu")]
+
+
+def test_collective_names_versus_lookalike_compute_ops(tmp_path):
+    """BroadcastTo / ReduceSum are compute; AllReduce-op / hcom_send__ / Receive-op are communication."""
+    d = tmp_path / "h_1_20250101000000000_ascend_ms" / "ASCEND_PROFILER_OUTPUT"
+    d.mkdir(parents=True)
+    ev = [{"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "CPU OP"}}]
+    ops = [("Default/BroadcastTo-op0", 0, 10), ("Default/ReduceSum-op1", 10, 10), ("Default/AllReduce-op2", 20, 30),
+           ("hcom_send__1_0_1", 50, 5), ("Receive-op3", 55, 5), ("Default/MatMul-op4", 60, 40)]  # fmt: skip
+    ev += [{"ph": "X", "name": n, "pid": 2, "tid": 0, "ts": str(1000.0 + t), "dur": str(float(du))} for n, t, du in ops]
+    (d / "trace_view.json").write_text(json.dumps(ev))
+    facts = prof.collect(tmp_path, tmpdir=tmp_path).facts
+    r = facts["profile.ranks"][0]
+    assert r["compute_ms"] == pytest.approx(0.060) and r["comm_ms"] == pytest.approx(0.040)
+    assert sorted(o["type"] for o in facts["profile.comm_ops"]) == ["allreduce", "receive", "send"]
