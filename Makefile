@@ -17,6 +17,7 @@ install: $(STAMP)
 # The main job on the bundled samples. Findings exit 1 by design; only 2+ (unreadable input) fails.
 demo: install
 	$(VENV)/bin/msdoctor logs samples/logs/hang; test $$? -le 1
+	$(VENV)/bin/msdoctor analyze samples/profiles/gen_8rank; test $$? -le 1
 
 test: install
 	$(PY) -m pytest -q
