@@ -24,13 +24,14 @@ TIMELINE_ROWS = 12
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders (msrun --log_dir, plog, GLOG dirs)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="log files or folders (msrun --log_dir, plog, GLOG dirs)")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
     p.add_argument("-v", "--verbose", action="store_true", help="all evidence, full fix text, every rank")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel scanning processes (default: one per core)")
     p.add_argument("--engine", choices=("auto", "python"), default="auto",
                    help="line pre-filter: grep when installed (auto), or Python's re only")  # fmt: skip
     p.add_argument("--dump-facts", metavar="FILE", help="also write the collected facts snapshot to FILE")
+    p.add_argument("--facts", metavar="FILE", help="replay the correlation from a facts snapshot instead of logs")
 
 
 def signature_findings(scan: LogScan) -> list[Finding]:
@@ -117,7 +118,13 @@ def run(args: argparse.Namespace) -> int:
     from msdoctor.report.render import exit_code, json_payload, print_json
 
     catalogue = load_catalogue()
-    facts, scan = collect(args.paths, catalogue, jobs=args.jobs, engine=args.engine)
+    if bool(args.paths) == bool(args.facts):
+        raise UsageError("give log PATHs or --facts FILE (one of them)")
+    if args.facts:  # replay: the verdict from the snapshot; signature findings need the logs themselves
+        facts = Facts.load(args.facts)
+        scan = LogScan(skipped=list(facts.get_known("logs.skipped") or []))
+    else:
+        facts, scan = collect(args.paths, catalogue, jobs=args.jobs, engine=args.engine)
     if args.dump_facts:
         Path(args.dump_facts).write_bytes(facts.dumps())
     ev = run_checks(catalogue.select(source="log", kind="check"), facts)

@@ -62,3 +62,14 @@ def test_no_error_anywhere_means_no_root_cause_and_exit_0(tmp_path):
 def test_bad_jobs_option():
     r = run_cli("logs", str(SAMPLES / "hang"), "--jobs", "0")
     assert r.rc == 2 and "--jobs" in r.err
+
+
+def test_facts_snapshot_round_trip_gives_the_same_verdict(tmp_path):
+    snap = tmp_path / "facts.json"
+    first = run_cli("logs", str(SAMPLES / "hang"), "--json", "--dump-facts", str(snap))
+    replay = run_cli("logs", "--facts", str(snap), "--json")
+    assert first.rc == replay.rc == 1
+    assert replay.json()["root_cause"] == first.json()["root_cause"]
+    assert replay.json()["timeline"] == first.json()["timeline"]
+    both = run_cli("logs", str(SAMPLES / "hang"), "--facts", str(snap))
+    assert both.rc == 2 and "one of them" in both.err
