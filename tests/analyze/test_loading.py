@@ -140,3 +140,25 @@ def test_collective_names_versus_lookalike_compute_ops(tmp_path):
     r = facts["profile.ranks"][0]
     assert r["compute_ms"] == pytest.approx(0.060) and r["comm_ms"] == pytest.approx(0.040)
     assert sorted(o["type"] for o in facts["profile.comm_ops"]) == ["allreduce", "receive", "send"]
+
+
+def test_rank_id_inside_profiler_info_must_agree(small, tmp_path):
+    info = rank_dirs(small)[2] / "profiler_info_2.json"
+    data = json.loads(info.read_text())
+    data["ms_profiler_info"]["rank_id"] = "7"
+    info.write_text(json.dumps(data))
+    skips = prof.collect(small, tmpdir=tmp_path).facts["profile.files"]["skipped"]
+    assert any(s["rank"] == 2 and "disagrees with the file name" in s["reason"] for s in skips)
+
+
+def test_links_without_metadata_use_the_self_link(problems_tree, tmp_path):
+    """No profiler_metadata.json: the reporting rank is found through its `i-i` self link; the far end
+    is unknown (None), and there is a single pipeline stage."""
+    copy = tmp_path / "nometa"
+    shutil.copytree(problems_tree, copy)
+    for f in copy.glob("*/profiler_metadata.json"):
+        f.unlink()
+    facts = prof.collect(copy, tmpdir=tmp_path).facts
+    pcie = [x for x in facts["profile.links"] if x["transport"] == "PCIE"]
+    assert [(x["src"], x["dst"]) for x in pcie] == [(4, None)]
+    assert len(facts["profile.stages"]) == 1
