@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerate samples/logs/hang with a real 2-rank msrun job on CPU (about 30 s).
 # Rank 1 stops before its all-reduce at step 3; rank 0 fails with the CPU collective timeout.
-# MS_CPU_COMM_OP_TIMEOUT (default 30 s) bounds the collective wait, MS_NODE_TIMEOUT (default 30 s) the
-# scheduler's heartbeat timeout: both shortened so the sample regenerates quickly.
+# The collective wait (30 s by default) follows the lower of MS_CPU_COMM_OP_TIMEOUT and MS_NODE_TIMEOUT; the
+# latter is also the scheduler's heartbeat timeout (30 s). Both shortened so the sample regenerates quickly.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
