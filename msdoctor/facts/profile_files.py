@@ -89,7 +89,7 @@ def _folder_ts(p: Path) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _rank_of(folder: Path, skipped: list[Skip]) -> tuple[int | None, str, Path | None]:
+def _rank_of(folder: Path) -> tuple[int | None, str, Path | None]:
     infos = sorted(f for f in folder.iterdir() if RANK_INFO_RE.match(f.name))
     if infos:
         rank = int(RANK_INFO_RE.match(infos[0].name).group(1))  # type: ignore[union-attr]
@@ -114,7 +114,7 @@ def discover(root: Path) -> Discovery:
     unnumbered: list[RankDir] = []
     for folder in _rank_folders(root):
         try:
-            rank, source, info = _rank_of(folder, skipped)
+            rank, source, info = _rank_of(folder)
         except OSError as exc:
             skipped.append(Skip(str(folder), f"unreadable folder ({exc.strerror})"))
             continue
