@@ -14,7 +14,7 @@ from typing import Any
 from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.evaluate import run_checks
 from msdoctor.engine.facts import Facts
-from msdoctor.errors import InputError
+from msdoctor.errors import InputError, UsageError
 from msdoctor.report.render import console, exit_code, json_payload, print_json, render_findings, utf8_ok
 
 RANK_KEYS = ("rank", "steps", "step_ms", "compute_ms", "comm_ms", "comm_overlapped_ms", "free_ms", "comm_ratio")
@@ -36,6 +36,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 def _collect(args: argparse.Namespace) -> tuple[Facts, dict[str, Any]]:
     from msdoctor.facts import profile as prof
     from msdoctor.facts import profile_trace as pt
+
+    try:
+        pt.connect(args.memory_limit).close()
+    except pt.duckdb.Error as exc:
+        raise UsageError(f"--memory-limit {args.memory_limit!r}: {str(exc).splitlines()[0]}") from None
 
     extra: dict[str, Any] = {}
     with pt.make_tmpdir() as td:

@@ -103,3 +103,11 @@ def test_merge_trace_includes_recovered_truncated_rank(make_tree, tmp_path):
     for e in events:
         per_rank[e["pid"] // 1_000_000] += 1
     assert 0 < per_rank[1] < per_rank[0]  # rank 1 kept its events up to the cut
+
+
+def test_top_limits_the_operator_table_and_bad_memory_limit_is_usage_error():
+    res = run_cli("analyze", str(SAMPLES / "cpu_2rank"), "--top", "2")
+    table = res.out.split("top operators")[1].split("communication ops")[0]
+    assert "AllReduce" in table and "MatMul" in table and "BiasAdd" not in table
+    bad = run_cli("analyze", str(SAMPLES / "cpu_2rank"), "--memory-limit", "lots")
+    assert bad.rc == 2 and "--memory-limit 'lots'" in bad.err and "Traceback" not in bad.err
