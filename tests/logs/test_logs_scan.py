@@ -128,3 +128,21 @@ def test_grep_engine_agrees_with_the_python_engine(tmp_path, spec):
     assert gr["exceptions"] == py["exceptions"] and gr["exceptions"][-1]["sections"]["Kernel error"].startswith("Launch")
     assert gr["last_ts"] == py["last_ts"] and gr["anomalies"] == py["anomalies"]
     assert [s["reason"] for s in gr["skipped"]] == [s["reason"] for s in py["skipped"]]
+
+
+def test_signature_set_cache_stays_exact_when_only_digits_differ():
+    """Lines with the same digit-free form share cached anchors; digits that matter are still checked."""
+    from msdoctor.engine.evaluate import SignatureSet
+
+    sigs = SignatureSet(load_catalogue().select(kind="signature"))
+    wait = "[ERROR] DISTRIBUTED(1,7f,python):2026-11-29-10:00:00.000.000 [c.cc:162] R] Ring ReduceScatter wait receiving [{},7] failed."
+    assert [(m.rule.id, m.groups["peer"]) for m in sigs.match(wait.format(3))] == [("COMM001", "3")]
+    assert [(m.rule.id, m.groups["peer"]) for m in sigs.match(wait.format(12))] == [("COMM001", "12")]
+    # an anchor made of digits (errNo codes, EI codes): same digit-free text, different verdicts
+    digit_anchored = [a for a in sigs._digit_anchors if a.startswith("errNo[")]
+    assert digit_anchored, "the catalogue has errNo anchors"
+    hit = f"[ERROR] HCCL(1,python):2022-12-01-03:02:29.001.104 [hccl_comm.cc:100] {digit_anchored[0]} failed"
+    miss = hit.replace(digit_anchored[0], digit_anchored[0].replace("5", "6"))
+    fired = {m.rule.id for m in sigs.match(hit)}
+    assert fired and not fired & {m.rule.id for m in sigs.match(miss)}
+    assert {m.rule.id for m in sigs.match(hit)} == fired  # served from the cache the second time
