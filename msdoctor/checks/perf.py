@@ -65,6 +65,9 @@ def comm_exposed(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
 def slow_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF302: a rank computes longer than its peers (robust z across ranks of its stage)."""
     ranks = facts.need("profile.ranks")
+    if len(ranks) == 2:
+        yield from _slow_of_two(ranks, params)
+        return
     if len(ranks) < int(params["min_ranks"]):
         return
     zmin, excess = float(params["z"]), float(params["excess"])
@@ -83,6 +86,26 @@ def slow_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
             rank=r["rank"],
             data={"compute_ms": r["compute_ms"], "median_compute_ms": med, "z": r["z_compute"], "reason": "compute"},
         )
+
+
+def _slow_of_two(ranks: list[dict[str, Any]], params: Mapping[str, Any]) -> Iterable[Hit]:
+    """Two ranks: no robust statistics; the one that computes ≥ pair_excess more while the other
+    waits ≥ min_wait_ms more in communication is the slow one (more waiting marks the victim)."""
+    slow, fast = sorted(ranks, key=lambda r: -r["compute_ms"])
+    if fast["compute_ms"] <= 0 or slow["compute_ms"] < fast["compute_ms"] * (1 + float(params["pair_excess"])):
+        return
+    wait = fast["comm_ms"] - slow["comm_ms"]
+    if wait < float(params["min_wait_ms"]):
+        return
+    yield Hit(
+        message=(f"rank {slow['rank']} is the slow rank of the two: compute {slow['compute_ms']:.1f} ms per step vs "
+                 f"{fast['compute_ms']:.1f} ms on rank {fast['rank']} (+{_pct(slow['compute_ms'] / fast['compute_ms'] - 1)}); "
+                 f"rank {fast['rank']} waits {wait:.1f} ms more per step in communication"),  # fmt: skip
+        evidence=(_ev(_rank_line(slow), "profile.ranks"), _ev(_rank_line(fast), "profile.ranks")),
+        rank=slow["rank"],
+        data={"compute_ms": slow["compute_ms"], "median_compute_ms": fast["compute_ms"], "reason": "compute",
+              "peer_wait_ms": round(wait, 3)},  # fmt: skip
+    )
 
 
 def free_time(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
