@@ -203,18 +203,27 @@ def _pids(con: duckdb.DuckDBPyConnection, names: list[str]) -> None:
 
 
 def overlap_breakdown(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Per rank and step: sums of the "Overlap Analysis" events whose start is in the step (µs)."""
+    """Per rank and step: sums of the "Overlap Analysis" events whose start is in the step (µs).
+
+    An event's category is its name when that is one of the four Overlap Analysis rows, else the
+    name of its thread (the row it is drawn on), so either writer convention is read.
+    """
     _pids(con, [TRACE["overlap_process"]])
-    return con.execute("""
-        SELECT s.rank, s.step, s.t1 - s.t0 AS step_us,
-          sum(CASE WHEN e.name='Computing' THEN e.dur ELSE 0 END) AS compute_us,
-          sum(CASE WHEN e.name='Communication(Not Overlapped)' THEN e.dur ELSE 0 END) AS comm_us,
-          sum(CASE WHEN e.name='Communication' THEN e.dur ELSE 0 END) AS comm_total_us,
-          sum(CASE WHEN e.name='Free' THEN least(e.ts + e.dur, s.t1) - e.ts ELSE 0 END) AS free_us,
-          min(CASE WHEN e.name IN ('Computing', 'Communication') THEN e.ts END) - any_value(s.t0) AS first_work_us
-        FROM ev e JOIN sel_pids p ON e.rank = p.rank AND e.pid = p.pid
-        JOIN steps s ON e.rank = s.rank AND e.ts >= s.t0 AND e.ts < s.t1
-        WHERE e.ph = 'X' GROUP BY 1, 2, 3 ORDER BY 1, 2""").df()
+    cats = ", ".join(f"'{c}'" for c in TRACE["overlap_threads"])
+    return con.execute(f"""
+        WITH threads AS (SELECT DISTINCT rank, pid, tid, aname AS thread FROM ev WHERE ph='M' AND name='thread_name'),
+        o AS (SELECT e.rank, e.ts, e.dur, CASE WHEN e.name IN ({cats}) THEN e.name ELSE t.thread END AS cat
+              FROM ev e JOIN sel_pids p ON e.rank = p.rank AND e.pid = p.pid
+              LEFT JOIN threads t ON e.rank = t.rank AND e.pid = t.pid AND e.tid = t.tid
+              WHERE e.ph = 'X' AND e.dur IS NOT NULL)
+        SELECT s.rank, s.step, any_value(s.t1 - s.t0) AS step_us,
+          sum(CASE WHEN o.cat='Computing' THEN o.dur ELSE 0 END) AS compute_us,
+          sum(CASE WHEN o.cat='Communication(Not Overlapped)' THEN o.dur ELSE 0 END) AS comm_us,
+          sum(CASE WHEN o.cat='Communication' THEN o.dur ELSE 0 END) AS comm_total_us,
+          sum(CASE WHEN o.cat='Free' THEN least(o.ts + o.dur, s.t1) - o.ts ELSE 0 END) AS free_us,
+          min(CASE WHEN o.cat IN ('Computing', 'Communication') THEN o.ts END) - any_value(s.t0) AS first_work_us
+        FROM o JOIN steps s ON o.rank = s.rank AND o.ts >= s.t0 AND o.ts < s.t1
+        GROUP BY 1, 2 ORDER BY 1, 2""").df()
 
 
 def _union_sql(filter_sql: str) -> str:

@@ -162,3 +162,17 @@ def test_links_without_metadata_use_the_self_link(problems_tree, tmp_path):
     pcie = [x for x in facts["profile.links"] if x["transport"] == "PCIE"]
     assert [(x["src"], x["dst"]) for x in pcie] == [(4, None)]
     assert len(facts["profile.stages"]) == 1
+
+
+def test_overlap_events_named_by_their_thread(small, tmp_path):
+    """Overlap Analysis events whose own name is not the category are read by their thread's name."""
+    trace = rank_dirs(small)[0] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = orjson.loads(trace.read_bytes())
+    for e in events:
+        if e.get("pid") == 4000 and e["ph"] == "X":
+            e["name"] = "OverlapSlice"  # category now only in the thread_name meta rows
+    trace.write_bytes(orjson.dumps(events))
+    (trace.parent / "step_trace_time.csv").unlink()
+    r0 = next(r for r in prof.collect(small, tmpdir=tmp_path).facts["profile.ranks"] if r["rank"] == 0)
+    assert r0["source"] == "trace_view.json"
+    assert r0["compute_ms"] == pytest.approx(100.0) and r0["comm_ms"] == pytest.approx(20.0)
