@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -111,7 +112,7 @@ def _run_dir(args: argparse.Namespace) -> Path:
         raise UsageError(f"{run} already holds a run; pass --resume to continue it or choose another --run-dir")
     if args.resume and not (run / "run.json").exists():
         raise InputError(f"{run}: no run to resume (no run.json)")
-    for sub in ("logs", "events", "ckpt", "data"):
+    for sub in ("logs", "events", "ckpt"):
         (run / sub).mkdir(parents=True, exist_ok=True)
     return run
 
@@ -132,19 +133,47 @@ def _child_env(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def _prepare_data(run: Path, cfg: Any, corpus: str | None, env: dict[str, str]) -> Path:
-    out = run / "data" / f"corpus_T{cfg.model.seq_length}.mindrecord"
+def _cache_root() -> Path:
+    return Path(os.environ.get("MSDOCTOR_CACHE") or Path.home() / ".cache" / "msdoctor")
+
+
+def _prepare_data(cfg: Any, corpus: str | None, env: dict[str, str]) -> Path:
+    """The corpus as MindRecord, built once per (corpus files, sequence length) and cached.
+
+    Built in a subprocess (this process never imports MindSpore) into a temporary directory that is
+    renamed into place, so concurrent runs never read a half-written file.
+    """
+    import hashlib
+
+    from msdoctor_trainer.data import DEFAULT_CORPUS, corpus_files
+
+    src = Path(corpus) if corpus else DEFAULT_CORPUS
+    if not src.exists():
+        raise InputError(f"{src}: no such corpus directory")
+    files = corpus_files(src)
+    if not files:
+        raise InputError(f"{src}: no *.txt corpus files")
+    h = hashlib.sha1(f"T{cfg.model.seq_length}".encode())
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode())
+    final = _cache_root() / f"corpus-{h.hexdigest()[:16]}"
+    out = final / "corpus.mindrecord"
     if out.exists():
         return out
-    cmd = [sys.executable, "-m", "msdoctor_trainer.data", "--out", str(out), "--seq-length", str(cfg.model.seq_length)]
-    if corpus:
-        if not Path(corpus).exists():
-            raise InputError(f"{corpus}: no such corpus directory")
-        cmd += ["--corpus", corpus]
+    tmp = final.parent / f"{final.name}.tmp-{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "msdoctor_trainer.data", "--out", str(tmp / "corpus.mindrecord"),
+           "--seq-length", str(cfg.model.seq_length), "--corpus", str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise InputError(f"cannot prepare the corpus: {last}")
+    try:
+        os.rename(tmp, final)
+    except OSError:  # another run finished the same cache entry first: use theirs
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
@@ -242,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_dir = _run_dir(args)
     env = _child_env(args)
-    data = _prepare_data(run_dir, cfg, args.corpus, env)
+    data = _prepare_data(cfg, args.corpus, env)
     cfg_path = run_dir / "config.json"
     _write_json(cfg_path, cfg.to_dict())
     port = args.master_port or free_port()
@@ -264,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     meta: dict[str, Any] = {
         "argv": sys.argv, "command": cmd, "workers": args.workers, "world_size": args.workers, "steps": args.steps,
         "inject": injections.specs(), "config": cfg.to_dict(), "master_port": port, "resume": args.resume,
-        "collective_timeout_s": args.collective_timeout, "started": time.time(), "status": "running",
+        "collective_timeout_s": args.collective_timeout, "data": str(data), "started": time.time(), "status": "running",
     }
     previous = run_dir / "run.json"
     if args.resume and previous.exists():

@@ -13,7 +13,22 @@ from tests.conftest import CliResult, run_cli
 
 # name -> arguments of `msdoctor train` (after --run-dir). Filled by the trainer's tests and reused by
 # the watch tests; keep them short: every entry is a real 2-rank msrun job on 2 CPU cores.
-SCENARIOS: dict[str, list[str]] = {}
+SCENARIOS: dict[str, list[str]] = {
+    # Steps are the fewest each symptom (and the live rule that names it) needs; failure scenarios
+    # shorten MindSpore's heartbeat/collective timeout (MS_NODE_TIMEOUT) so the job ends in seconds.
+    "clean": ["--workers", "2", "--steps", "8"],
+    # same steps and data as "clean": resuming it must reproduce clean's losses from the crash on
+    "crash": ["--workers", "2", "--steps", "8", "--save-every", "2", "--collective-timeout", "5",
+              "--inject", "crash:rank=1,step=5"],
+    "hang": ["--workers", "2", "--steps", "4", "--collective-timeout", "8", "--inject", "hang:rank=1,step=3"],
+    "nan": ["--workers", "2", "--steps", "4", "--inject", "nan:rank=1,step=3"],
+    "shape": ["--workers", "2", "--steps", "2", "--collective-timeout", "5", "--inject", "shape"],
+    "desync-layernorm": ["--workers", "2", "--steps", "5", "--inject", "desync-layernorm"],
+    "seed-mismatch": ["--workers", "2", "--steps", "1", "--profile", "1-1", "--inject", "seed-mismatch"],
+    "straggler": ["--workers", "2", "--steps", "7", "--inject", "straggler:rank=1,ms=500"],
+    "data-stall": ["--workers", "2", "--steps", "5", "--inject", "data-stall:rank=1,ms=300"],
+    "mem-leak": ["--workers", "2", "--steps", "7", "--inject", "mem-leak:rank=1,mb=32"],
+}
 
 
 @pytest.fixture(scope="session")
