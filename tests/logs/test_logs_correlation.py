@@ -112,3 +112,23 @@ def test_all_ranks_time_out_at_the_same_step_blames_no_single_rank(tmp_path, gen
     _, _, ev = _evaluate(str(tmp_path))
     rules = {f.rule for f in ev.findings}
     assert "COMM504" in rules and not rules & {"COMM501", "COMM502"}
+
+
+def test_glog_plog_and_device_trees_map_to_ranks(tmp_path):
+    """GLOG `rank_N/logs/mindspore.*`, a plog whose HCCL block names the rank, and `device-N/` dirs."""
+    glog = tmp_path / "rank_3" / "logs" / "mindspore.host.user.log.ERROR.20261129-100000.4242"
+    glog.parent.mkdir(parents=True)
+    glog.write_text("[ERROR] ME(4242:1,MainProcess):2026-11-29-10:00:05.000.000 [t.py:1] boom\n")
+    plog = tmp_path / "ascend" / "debug" / "plog" / "plog-17381_20221201030229001.log"
+    plog.parent.mkdir(parents=True)
+    plog.write_text("[ERROR] HCCL(17381,python):2022-12-01-03:02:29.001.104 [hccl_comm.cc:100][hccl-17381-0-1669834948-"
+                    "hccl_world_group][5][HcclComm][Init]errNo[0x0000000005000007] hccl initialize failed\n")
+    dev = tmp_path / "ascend" / "debug" / "device-6" / "device-2272_20220617234019449.log"
+    dev.parent.mkdir(parents=True)
+    dev.write_text("[INFO] AICPU(2272,aicpu_scheduler):2025-02-25-18:40:56.176.403 [a.cc:1][tid:1] ok\n")
+    facts, scan, _ = _evaluate(str(tmp_path))
+    ranks = {os.path.relpath(f["file"], tmp_path): (f["rank"], f["rank_source"]) for f in facts["logs.files"]}
+    assert ranks[os.path.relpath(glog, tmp_path)] == (3, "path:rank_N")
+    assert ranks[os.path.relpath(plog, tmp_path)] == (5, "content:HCCL [rank] block")
+    assert ranks[os.path.relpath(dev, tmp_path)] == (6, "path:device-N")
+    assert set(facts["logs.ranks"]) == {"3", "5", "6"}
