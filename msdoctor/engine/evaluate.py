@@ -14,7 +14,8 @@ from msdoctor.engine.model import Evidence, Finding, Hit, NotEvaluated, sort_fin
 from msdoctor.errors import CatalogueError
 
 try:  # Python ≥ 3.11 keeps the regex parser private; the old public names warn.
-    from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
+    from re import _constants as sre_constants  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover
     import sre_constants  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
