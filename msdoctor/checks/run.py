@@ -115,11 +115,14 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         threshold = max(float(params["min_stall_s"]), float(params["stall_steps"]) * median(step_times))
     else:  # nothing completed yet: the first step also compiles the graph, allow far longer
         threshold = float(params["startup_stall_s"])
+    slow = set(params["slow_phases"])
     stalled: dict[str, float] = {}
     for k, r in active.items():
         until = now if r.get("alive") else float(r.get("last_seen_t") or now)
         since = float(r.get("last_progress_t") or r.get("started") or until)
-        if until - since >= threshold:
+        # a checkpoint save or an evaluation legitimately runs for many step times
+        limit = max(threshold, float(params["slow_phase_stall_s"])) if r.get("phase") in slow else threshold
+        if until - since >= limit:
             stalled[k] = until - since
     if not stalled:
         return

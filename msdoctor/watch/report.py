@@ -45,6 +45,19 @@ def read_live_findings(run_dir: Path) -> tuple[dict[tuple[str, Any], dict[str, A
     return out, tail.skipped
 
 
+def live_findings(run_dir: Path) -> list[Finding]:
+    """What the supervisor found, as a list: the latest version per rule × rank, retractions applied
+    (``RUN/findings.jsonl`` itself keeps every update, one line each)."""
+    latest, _ = read_live_findings(run_dir)
+    out = []
+    for d in latest.values():
+        try:
+            out.append(Finding.from_dict(d))
+        except (KeyError, ValueError, TypeError):
+            continue  # a malformed line: read_live_findings already counted what it could not parse
+    return sort_findings(out)
+
+
 def diagnose_dir(run_dir: Path) -> tuple[Supervisor, list[Finding], list[NotEvaluated], list[str]]:
     """Post-mortem (or one live pass) over a run dir, merged with what the live supervisor wrote."""
     check_run_dir(run_dir)

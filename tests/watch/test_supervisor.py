@@ -115,3 +115,20 @@ def test_crash_names_the_rank_that_died_not_the_ones_the_launcher_killed(tmp_pat
     assert supervise(tmp_path, proc, 2, SuperviseOptions(poll_s=0.2)) == 3
     lines = [x for x in _lines(tmp_path) if not x.get("retracted")]
     assert {(x["rule"], x["rank"], x["step"]) for x in lines} == {("COMM202", 1, 7)}
+
+
+def test_live_findings_latest_version_and_retractions(tmp_path):
+    from msdoctor.engine.model import Finding, Severity
+    from msdoctor.watch.report import live_findings
+
+    sup = Supervisor(tmp_path, SuperviseOptions(update_interval_s=0))
+
+    def f(rank: int, msg: str) -> Finding:
+        return Finding("NUM201", Severity.ERROR, "t", msg, "c", "x", rank=rank, step=3)
+
+    sup._record(("NUM201", 0), f(0, "first"), 1.0, force=True)
+    sup._record(("NUM201", 0), f(0, "second"), 2.0, force=False)  # an update: a second line
+    sup._record(("NUM201", 1), f(1, "other"), 2.0, force=True)
+    sup._write_line(dict(f(1, "other").to_dict(), retracted=True))
+    assert len(_lines(tmp_path)) == 4
+    assert [(x.rank, x.message) for x in live_findings(tmp_path)] == [(0, "second")]
