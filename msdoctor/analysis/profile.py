@@ -198,12 +198,20 @@ def stage_map(groups: Mapping[str, Mapping[str, Any]], ranks: Iterable[int]) -> 
     return out
 
 
-def stages(ranks: pd.DataFrame, ops: pd.DataFrame, stage_of: Mapping[int, int]) -> list[dict[str, Any]]:
-    """Per pipeline stage: mean compute per step, Send/Recv time per step and its share of the step."""
+def stages(ranks: pd.DataFrame, ops: pd.DataFrame, stage_of: Mapping[int, int],
+           bubble: Mapping[int, float] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Per pipeline stage: mean compute per step, Send/Recv time per step and its share of the step.
+
+    Send/Recv comes from the comm op events; for a rank without any, from step_trace_time's Bubble
+    column (``bubble``, ms per step) when it was read.
+    """
     if ranks.empty:
         return []
     p2p = ops[ops["type"].isin(P2P_TYPES)] if not ops.empty else ops
-    per_rank = (p2p.groupby("rank")["ms"].sum() / ranks.set_index("rank")["steps"]).fillna(0.0) if not p2p.empty else None
+    per_rank = (p2p.groupby("rank")["ms"].sum() / ranks.set_index("rank")["steps"]).dropna() if not p2p.empty else None
+    if bubble:
+        extra = pd.Series({r: v for r, v in bubble.items() if per_rank is None or r not in per_rank.index}, dtype=float)
+        per_rank = extra if per_rank is None else pd.concat([per_rank, extra])
     rows = []
     df = ranks.assign(stage=[int(stage_of.get(int(r), 0)) for r in ranks["rank"]])
     for s, g in df.groupby("stage"):

@@ -217,7 +217,8 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
             r["source"] = sources.get(r["rank"], "")
         facts.set(f"{P}.ranks", rows, SRC)
         facts.set(f"{P}.steps", _records(steps, ["rank", "step", *an.BREAKDOWN]), SRC)
-        facts.set(f"{P}.stages", an.stages(summary, comm_ev, stage_of), SRC)
+        bubble = steps.groupby("rank")["bubble_ms"].mean().dropna().to_dict() if "bubble_ms" in steps else None
+        facts.set(f"{P}.stages", an.stages(summary, comm_ev, stage_of, bubble), SRC)
         facts.set(f"{P}.data_gaps", an.data_gaps(steps), SRC)
     if comm_ev.empty:
         for name in ("comm_ops", "comm_step_totals"):

@@ -170,3 +170,15 @@ def test_real_cpu_profile_names_the_rank_that_computed_more(tmp_path):
     in AllReduce (a shared, noisy machine: the numbers are what the profiler recorded)."""
     by_rule, _ = findings(collect(CPU_SAMPLE, tmp_path).facts)
     assert by_rule["PERF302"].rank == 0
+
+
+def test_stage_sendrecv_from_step_trace_bubble_when_traces_are_unreadable(problems_tree, tmp_path):
+    copy = tmp_path / "nocomm"
+    shutil.copytree(problems_tree, copy)
+    for f in copy.glob("*/ASCEND_PROFILER_OUTPUT/trace_view.json"):
+        f.write_bytes(b"not a trace")
+    for f in copy.glob("*/ASCEND_PROFILER_OUTPUT/communication.json"):
+        f.unlink()
+    stages = {s["stage"]: s for s in collect(copy, tmp_path).facts["profile.stages"]}
+    # Bubble column = Send/Recv per step: stage 0 waits 2 ms + (140 − 130) ms for the heavy stage 1
+    assert stages[0]["sendrecv_ms"] == pytest.approx(12.0) and stages[1]["sendrecv_ms"] == pytest.approx(2.0)
