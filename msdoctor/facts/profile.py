@@ -125,7 +125,9 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
             if tf.dropped_bytes:
                 recovered.append({"rank": rd.rank, "path": str(tf.original), "dropped_bytes": tf.dropped_bytes})
     skipped.extend(pt.load_traces(con, traces, drop_kernels=set(kd_files)))
-    pt.build_steps(con)
+    step_windows = pt.build_steps(con)
+    # ranks whose "step" is the whole capture (no ProfilerStep# events, e.g. CPU): no gap before a step
+    windowed = set(step_windows.loc[step_windows["marked"] == 0, "rank"].astype(int)) if not step_windows.empty else set()
     ov = pt.overlap_breakdown(con)
     cpu = pt.cpu_breakdown(con)
     trace_steps = an.steps_from_overlap(pd.concat([d for d in (ov, cpu) if not d.empty]) if not (ov.empty and cpu.empty) else ov)
@@ -219,7 +221,12 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
         facts.set(f"{P}.steps", _records(steps, ["rank", "step", *an.BREAKDOWN]), SRC)
         bubble = steps.groupby("rank")["bubble_ms"].mean().dropna().to_dict() if "bubble_ms" in steps else None
         facts.set(f"{P}.stages", an.stages(summary, comm_ev, stage_of, bubble), SRC)
-        facts.set(f"{P}.data_gaps", an.data_gaps(steps), SRC)
+        measurable = steps[~steps["rank"].isin([r for r, src in sources.items() if src == "trace_view.json" and r in windowed])]
+        if measurable.empty:
+            facts.unknown(f"{P}.data_gaps", "no step boundaries (no ProfilerStep# events, as on CPU): gaps before "
+                          "steps cannot be measured", SRC)  # fmt: skip
+        else:
+            facts.set(f"{P}.data_gaps", an.data_gaps(measurable), SRC)
     if comm_ev.empty:
         for name in ("comm_ops", "comm_step_totals"):
             facts.unknown(f"{P}.{name}", "no communication ops in any trace or communication.json", SRC)

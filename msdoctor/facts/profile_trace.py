@@ -184,14 +184,16 @@ def processes(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
 
 def build_steps(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Table ``steps`` (rank, step, t0, t1 in µs): ProfilerStep#N events, else the capture window as step 0."""
+    """Table ``steps`` (rank, step, t0, t1 in µs, marked): ProfilerStep#N events (marked 1), else the
+    capture window as step 0 (marked 0)."""
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE steps AS
         WITH marked AS (
-          SELECT rank, CAST(regexp_extract(name, '#(\\d+)', 1) AS INTEGER) AS step, min(ts) AS t0, max(ts + dur) AS t1
+          SELECT rank, CAST(regexp_extract(name, '#(\\d+)', 1) AS INTEGER) AS step, min(ts) AS t0, max(ts + dur) AS t1,
+                 1 AS marked
           FROM ev WHERE ph='X' AND name LIKE '{TRACE["step_event"]}%' AND dur IS NOT NULL GROUP BY 1, 2),
         windows AS (
-          SELECT rank, 0 AS step, min(ts) AS t0, max(ts + dur) AS t1 FROM ev
+          SELECT rank, 0 AS step, min(ts) AS t0, max(ts + dur) AS t1, 0 AS marked FROM ev
           WHERE ph='X' AND ts IS NOT NULL AND dur IS NOT NULL AND rank NOT IN (SELECT rank FROM marked) GROUP BY 1)
         SELECT * FROM marked UNION ALL SELECT * FROM windows""")
     return con.execute("SELECT * FROM steps ORDER BY rank, step").df()

@@ -125,6 +125,7 @@ def test_real_cpu_profile(tmp_path):
     assert ops["AllReduce"]["count"] == 36  # 18 per rank in cpu_op_type_info (3 active steps × 6 buckets)
     assert d.facts["profile.comm_ops"][0]["type"] == "allreduce"
     assert not d.facts.is_known("profile.links")  # no communication_matrix on CPU: unknown, not zero
+    assert not d.facts.is_known("profile.data_gaps")  # one capture window, no step starts to measure from
 
 
 def test_memory_and_dataset_files(make_tree, tmp_path):
