@@ -144,7 +144,7 @@ def section(h: dict | None, o: dict) -> str:
             "",
             f"Whole job {h['wall_s']:.0f} s. On Ascend the peers would wait for HCCL_EXEC_TIMEOUT (1836 s by default) "
             "instead of the trainer's 30 s CPU timeout; the supervisor's delay does not depend on it (stall threshold: "
-            "5 median step times, at least 5 s).",
+            "3 median step times, at least 5 s).",
             "",
         ]
     lines += [

@@ -14,51 +14,11 @@ from typing import Any
 
 from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Evidence, Hit
+from msdoctor.watch.stats import mad, median, num, theil_sen
 
 # Order of the phases inside one step: a rank further along waits for one that is behind.
 PHASE_ORDER = {"step-done": 0, "data": 1, "forward": 3, "backward": 4, "step": 5, "collective": 6, "allreduce": 6, "optimizer": 7, "save": 8, "checkpoint": 8}
 FRAMEWORK_MARKERS = ("/mindspore/", "\\mindspore\\")
-
-
-# -- small robust statistics --------------------------------------------------------------------
-
-
-def num(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return None
-
-
-def median(xs: Sequence[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    if n == 0:
-        return math.nan
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-
-def mad(xs: Sequence[float]) -> float:
-    """Median absolute deviation scaled to a standard deviation for normal data (×1.4826)."""
-    m = median(xs)
-    return 1.4826 * median([abs(x - m) for x in xs])
-
-
-def theil_sen(xs: Sequence[float], ys: Sequence[float], max_points: int = 150) -> float:
-    """Median of pairwise slopes: a straight-line fit that ignores a few outliers (robust)."""
-    n = len(xs)
-    if n > max_points:
-        idx = [round(i * (n - 1) / (max_points - 1)) for i in range(max_points)]
-        xs, ys = [xs[i] for i in idx], [ys[i] for i in idx]
-        n = max_points
-    slopes = [(ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(n) for j in range(i + 1, n) if xs[j] != xs[i]]
-    return median(slopes) if slopes else 0.0
 
 
 def _fmt_s(x: float) -> str:
@@ -637,7 +597,7 @@ def memory_growth(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         pts = pts[max(int(params["skip_steps"]), len(pts) // 5):]  # compile / warm-up allocations settle first
         if len(pts) < int(params["min_points"]):
             continue
-        xs, ys = [float(p[0]) for p in pts], [float(p[1]) for p in pts]  # type: ignore[misc]
+        xs, ys = [float(p[0]) for p in pts], [float(p[1] or 0.0) for p in pts]
         slope = theil_sen(xs, ys)
         growth = slope * (xs[-1] - xs[0])
         diffs = [b - a for a, b in zip(ys, ys[1:], strict=False) if b != a]

@@ -85,8 +85,9 @@ class RankState:
             self.last_step, self.last_step_t, self.last_progress_t = step, t, t
             self.phase, self.phase_step = "step-done", step
             row = dict(ev, t=t)
-            phases = ev.get("phases") if isinstance(ev.get("phases"), dict) else {}
-            row["sync"] = sum(v for k, v in phases.items() if k in SYNC_PHASES and isinstance(v, (int, float)))
+            raw = ev.get("phases")
+            phases: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            row["sync"] = sum(float(v) for k, v in phases.items() if k in SYNC_PHASES and isinstance(v, (int, float)))
             if not phases:
                 row["sync"] = None
             for c in COLUMNS:

@@ -37,7 +37,7 @@ def read_live_findings(run_dir: Path) -> tuple[dict[tuple[str, Any], dict[str, A
     out: dict[tuple[str, Any], dict[str, Any]] = {}
     for d in tail.read():
         if d.get("retracted") is True:
-            out.pop((d.get("rule"), d.get("rank")), None)
+            out.pop((str(d.get("rule")), d.get("rank")), None)
         elif isinstance(d.get("rule"), str) and d.get("severity") in ("error", "warning", "info"):
             out[(d["rule"], d.get("rank"))] = d
         else:

@@ -242,7 +242,7 @@ class Watchdog:
             import numpy as np
 
             items = params.items() if hasattr(params, "items") else ((p.name, p) for p in params)
-            sums: dict[str, list[float]] = {}
+            sums: dict[str, list[float | str]] = {}
             for name, p in items:
                 raw = p.asnumpy() if hasattr(p, "asnumpy") else p
                 a = np.asarray(raw, dtype=np.float64)
