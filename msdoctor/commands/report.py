@@ -15,23 +15,18 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="all evidence, full fix text")
 
 
-def build(run_dir: Path) -> tuple[list, list, dict]:  # type: ignore[type-arg]
+def run(args: argparse.Namespace) -> int:
     from msdoctor.watch.report import diagnose_dir, ranks_summary, root_cause, timeline
 
-    sup, findings, not_evaluated, skipped = diagnose_dir(run_dir)
+    sup, findings, not_evaluated, skipped = diagnose_dir(args.run_dir)
     extra = {
-        "run_dir": str(run_dir),
+        "run_dir": str(args.run_dir),
         "ranks": ranks_summary(sup),
         "timeline": timeline(findings),
         "root_cause": root_cause(findings),
         "skipped": skipped,
     }
-    return findings, not_evaluated, extra
-
-
-def run(args: argparse.Namespace) -> int:
-    findings, not_evaluated, extra = build(args.run_dir)
-    for s in extra["skipped"]:
+    for s in skipped:
         print(f"msdoctor report: skipped: {s}", file=sys.stderr)
     if args.json:
         print_json(json_payload("report", findings, not_evaluated, **extra))

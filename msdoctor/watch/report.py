@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.model import Finding, NotEvaluated, sort_findings
 from msdoctor.errors import InputError
@@ -181,3 +183,31 @@ def render_extra(out: Any, report: dict[str, Any]) -> None:
     for s in report.get("skipped", []):
         out.print(f"[dim]skipped: {escape(s)}[/]")
 
+
+
+REPORT_FILE = "report.json"
+
+
+def closing_report(run_dir: Path) -> dict[str, Any]:
+    """The report's JSON object (findings, timeline, root cause, ranks, skipped) for one run dir."""
+    sup, findings, not_evaluated, skipped = diagnose_dir(run_dir)
+    return {
+        "command": "report",
+        "findings": [f.to_dict() for f in findings],
+        "not_evaluated": [n.to_dict() for n in not_evaluated],
+        "run_dir": str(run_dir),
+        "ranks": ranks_summary(sup),
+        "timeline": timeline(findings),
+        "root_cause": root_cause(findings),
+        "skipped": skipped,
+    }
+
+
+def write_closing_report(run_dir: Path) -> str | None:
+    """``RUN/report.json`` at the end of supervision; returns why it could not be written, if so."""
+    try:
+        payload = closing_report(run_dir)
+        (run_dir / REPORT_FILE).write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+    except (InputError, OSError) as exc:
+        return str(exc)
+    return None

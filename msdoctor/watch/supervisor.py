@@ -4,7 +4,8 @@
 started elsewhere (``proc`` is None then). Every ``poll_s`` it tails the ranks' events
 (:class:`msdoctor.facts.run.RunCollector`), evaluates the live rules (source "run") and writes each
 finding to ``RUN/findings.jsonl`` as it arises — one finding per rule × rank, updated (at most every
-``update_interval_s``) rather than repeated. On a hung rank it sends SIGUSR1 so the rank's
+``update_interval_s``) rather than repeated; at the end, the closing report goes to ``RUN/report.json``.
+On a hung rank it sends SIGUSR1 so the rank's
 faulthandler dumps its stack, and with ``stop_on_hang`` stops the job instead of waiting for the
 framework's collective timeout. An ``on_finding`` hook gets each new finding as JSON on stdin; a
 failing hook is reported on stderr and never stops supervision.
@@ -284,6 +285,12 @@ def supervise(
         time.sleep(opts.poll_s)
     sup.poll(running=False)  # post-mortem pass: vanished ranks, final series
     sup.flush()
+    if sup.write:
+        from msdoctor.watch.report import write_closing_report  # imports this module: import late
+
+        why = write_closing_report(Path(run_dir))
+        if why:
+            print(f"msdoctor supervisor: no closing report: {why}", file=sys.stderr)
     return code if code == 124 else _status(code)
 
 

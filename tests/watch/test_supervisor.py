@@ -49,6 +49,9 @@ def test_hung_rank_named_with_its_stack_then_job_stopped(tmp_path):
     assert state["stopped_by_supervisor"] and "1" in state["stack_requested"]
     # ranks the supervisor killed are not reported as crashed
     assert {x["rule"] for x in _lines(tmp_path)} == {"COMM201"}
+    report = orjson.loads((tmp_path / "report.json").read_bytes())  # the closing report
+    assert (report["root_cause"]["rule"], report["root_cause"]["rank"]) == ("COMM201", 1)
+    assert [(r["rank"], r["rule"]) for r in report["timeline"]] == [(1, "COMM201")]
 
 
 def test_one_finding_per_rule_and_rank_updates_rate_limited(tmp_path):
