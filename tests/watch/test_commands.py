@@ -94,3 +94,13 @@ def test_watch_follow_timeout_on_a_run_that_does_not_end(cli, tmp_path):
         proc.kill()
     assert r.rc == 0 and "stopped following after --timeout 1 s" in r.err
     assert r.json()["ranks"][0]["status"] == "running"
+
+
+def test_watch_and_report_do_not_import_mindspore(finished_run):
+    code = (
+        "import sys; from msdoctor.cli import main; "
+        f"rc = main(['report', {str(finished_run('nan'))!r}, '--json']); "
+        "assert 'mindspore' not in sys.modules, 'mindspore imported'; sys.exit(rc)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and '"NUM201"' in r.stdout, r.stderr

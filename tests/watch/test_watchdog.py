@@ -135,3 +135,17 @@ def test_mindspore_callback_in_model_train(tmp_path):
     assert all(isinstance(s["loss"], float) and s["step_time"] > 0 for s in steps)
     assert "device_mem" in steps[0] and steps[0]["device_mem"] is None  # CPU reports no device memory
     assert evs[0]["kind"] == "start" and evs[-1] == {**evs[-1], "kind": "end", "status": "ok"}
+
+
+def test_context_manager_records_the_exception_and_a_failed_end(tmp_path):
+    try:
+        with Watchdog(tmp_path, 0, heartbeat_s=10) as wd:
+            wd.phase("forward", 4)
+            raise ValueError("For 'MatMul' the input dimensions must be equal")
+    except ValueError:
+        pass
+    evs = _events(tmp_path)
+    exc = next(e for e in evs if e["kind"] == "exception")
+    assert (exc["type"], exc["step"], exc["phase"]) == ("ValueError", 4, "forward")
+    assert "MatMul" in exc["message"] and "Traceback" in exc["traceback"]
+    assert evs[-1]["kind"] == "end" and evs[-1]["status"] == "failed"
