@@ -7,15 +7,21 @@ and post-mortem diagnosis share one parser. Every event is one JSON object with 
 ==============  =====================================================================================
 kind            fields
 ==============  =====================================================================================
-``start``       world, pid, host, argv, config (free-form dict)
-``step``        step, loss, grad_norm, loss_scale, overflow, step_time, data_wait, rss, device_mem, …
-``heartbeat``   step (last completed), phase, where ("file:line func" of the main thread), rss
+``start``       world, pid, host, main_thread (hex id, as faulthandler prints it), heartbeat_s, argv,
+                config (free-form dict)
+``step``        step, loss, grad_norm, loss_scale, overflow, step_time, data_wait, phases {phase: s},
+                rss, device_mem, … (any extra metric the loop passes)
+``heartbeat``   step (last completed), phase, phase_step, where / where_user ("file:line func" of the
+                main thread's innermost frame / innermost frame outside libraries), since, rss
 ``phase``       step, phase (e.g. "data", "forward", "collective", "save")
 ``checksum``    step, sums {parameter name: [sum, sum of squares]}
-``exception``   step, type, message, traceback
-``stack``       path of a faulthandler dump written on request
-``end``         step, status ("ok" | "failed")
+``exception``   step (in progress), phase, type, message, traceback
+``watchdog_error``  where, error (the watchdog's own contained failure)
+``end``         step, status ("ok" | "failed"), watchdog_errors
 ==============  =====================================================================================
+
+JSON has no NaN/Inf: non-finite metrics are written as the strings "NaN", "Infinity", "-Infinity".
+A SIGUSR1 makes the rank's faulthandler append every thread's stack to ``rank_<r>.stack.txt``.
 """
 
 from __future__ import annotations
