@@ -231,16 +231,19 @@ class Trainer:
                 (tokens,) = next(it)
                 data_wait += time.perf_counter() - td
                 self.wd.phase("forward", step)
-                straggle = self.inj.get("straggler", self.rank)
-                if straggle is not None:
-                    time.sleep(straggle["ms"] / 1000.0)
                 tc = time.perf_counter()
+                straggle = self.inj.get("straggler", self.rank)
+                if straggle is not None:  # a slow rank: its compute takes MS longer every step
+                    time.sleep(straggle["ms"] / 1000.0)
                 factor = self.scaler.scale / t.grad_accum
                 if nan:
                     factor = float("nan")  # the loss itself becomes NaN, and every gradient with it
                 loss, grads = self.grad_fn(ms.Tensor(tokens), ms.Tensor(factor, ms.float32))
                 loss_sum += float(loss.asnumpy()) / (self.scaler.scale if not nan else 1.0)
                 acc = list(grads) if acc is None else [a + g for a, g in zip(acc, grads, strict=True)]
+                # PyNative launches kernels asynchronously: wait for the backward pass so the phases
+                # (and compute_time / comm_time) measure what they name.
+                ms.runtime.synchronize()
                 compute += time.perf_counter() - tc
             assert acc is not None
             self.wd.phase("collective", step)
@@ -250,6 +253,7 @@ class Trainer:
                     time.sleep(3600)
             tr = time.perf_counter()
             grads, local_sq = self._all_reduce_mean(tuple(acc))
+            ms.runtime.synchronize()  # the all-reduce, including the wait for the slowest peer
             comm = time.perf_counter() - tr  # includes waiting for the slowest peer
             inv = 1.0 / self.scaler.scale
             grads = [g * inv for g in grads]

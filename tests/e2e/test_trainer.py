@@ -161,7 +161,7 @@ def test_straggler_computes_slower_and_its_peer_waits(train_run):
     # rank 1 sleeps 500 ms inside its compute; rank 0 spends that time waiting in the all-reduce
     assert _median(run_dir, 1, "compute_time") >= 0.5
     assert _median(run_dir, 1, "compute_time") > _median(run_dir, 0, "compute_time") + 0.25
-    assert _median(run_dir, 0, "comm_time") > _median(run_dir, 1, "comm_time") + 0.25
+    assert _median(run_dir, 0, "comm_time") > _median(run_dir, 1, "comm_time") + 0.2
 
 
 def test_data_stall_shows_as_data_wait_on_its_rank(train_run):
