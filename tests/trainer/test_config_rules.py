@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from msdoctor_trainer.config import llama_7b_shaped, tiny
 
 from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.evaluate import run_checks
 from msdoctor.engine.model import Unknown
 from msdoctor.facts.config import collect_config
-from msdoctor_trainer.config import llama_7b_shaped, tiny
 
 RULES = load_catalogue().select(source="config")
 

@@ -6,7 +6,6 @@ import json
 import os
 
 import pytest
-
 from msdoctor_trainer import ckpt
 from msdoctor_trainer.config import Config, ConfigError, llama_7b_shaped, load_config, tiny
 from msdoctor_trainer.data import windows
@@ -134,8 +133,8 @@ def test_windows_share_one_token_between_input_and_label():
 def test_lr_warmup_then_cosine_to_floor():
     lrs = [lr_at(s, 100, 1.0, 0.1, 10) for s in range(1, 101)]
     assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
-    assert all(a <= b for a, b in zip(lrs[:10], lrs[1:10]))  # warm-up rises
-    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:]))  # then decays
+    assert all(a <= b for a, b in zip(lrs[:10], lrs[1:10], strict=False))  # warm-up rises
+    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:], strict=False))  # then decays
     assert lrs[-1] == pytest.approx(0.1)
 
 
