@@ -46,6 +46,19 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
+def _sync() -> None:
+    """Wait for every launched kernel (PyNative queues them asynchronously).
+
+    ``mindspore.runtime.synchronize()`` refuses CPU on its first call with an ERROR log line
+    ("CPU device is not supported") that would pollute the worker log the log rules read, then
+    calls this same runtime function on every later call; on CPU it does wait (measured: a
+    straggler's peer's wait shows up in comm_time only with it).
+    """
+    from mindspore._c_expression import synchronize
+
+    synchronize()
+
+
 class Trainer:
     def __init__(self, args: argparse.Namespace) -> None:
         import mindspore as ms
@@ -243,7 +256,7 @@ class Trainer:
                 acc = list(grads) if acc is None else [a + g for a, g in zip(acc, grads, strict=True)]
                 # PyNative launches kernels asynchronously: wait for the backward pass so the phases
                 # (and compute_time / comm_time) measure what they name.
-                ms.runtime.synchronize()
+                _sync()
                 compute += time.perf_counter() - tc
             assert acc is not None
             self.wd.phase("collective", step)
@@ -253,7 +266,7 @@ class Trainer:
                     time.sleep(3600)
             tr = time.perf_counter()
             grads, local_sq = self._all_reduce_mean(tuple(acc))
-            ms.runtime.synchronize()  # the all-reduce, including the wait for the slowest peer
+            _sync()  # the all-reduce, including the wait for the slowest peer
             comm = time.perf_counter() - tr  # includes waiting for the slowest peer
             inv = 1.0 / self.scaler.scale
             grads = [g * inv for g in grads]

@@ -60,6 +60,9 @@ def test_clean_run_learns_and_writes_the_run_directory(train_run):
         phases = {e["phase"] for e in events(run_dir, rank, "phase")}
         assert {"data", "forward", "collective"} <= phases
     assert "rank 0: 8 steps" in res.out and "job ok (exit 0)" in res.out
+    for rank in (0, 1):  # a clean run gives the log rules nothing to find
+        errors = [x for x in log(run_dir, f"worker_{rank}.log").splitlines() if x.startswith(("[ERROR]", "[CRITICAL]"))]
+        assert errors == []
 
 
 def test_crash_exits_then_resume_continues_exactly(train_run, tmp_path):
