@@ -156,4 +156,11 @@ def load_config(spec: str, world: int) -> Config:
             data = tomllib.loads(text.decode("utf-8"))
     except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{spec}: not a valid {'JSON' if path.suffix == '.json' else 'TOML'} config ({exc})") from None
-    return Config.from_dict(data, str(path))
+    cfg = Config.from_dict(data, str(path))
+    par = data.get("parallel", {}) if isinstance(data, dict) else {}
+    if isinstance(par, dict) and "data_parallel" not in par:
+        # unset: data parallel over whatever the tensor/pipeline dimensions leave of the world
+        rest = cfg.parallel.model_parallel * cfg.parallel.pipeline_stage
+        if rest > 0 and world % rest == 0:
+            cfg.parallel.data_parallel = world // rest
+    return cfg

@@ -99,3 +99,11 @@ def positive_sizes(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         v = facts.need(n)
         if v < 1:
             yield Hit(f"{n.split('.', 1)[1]} must be at least 1, got {v}", _ev(facts, n), data={"field": n})
+
+
+def dtype_supported_by_backend(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
+    backend, dtype = str(facts.need("config.backend")), str(facts.need("config.train.dtype"))
+    allowed = params.get("cpu_dtypes", ["float32"])
+    if backend.upper() == "CPU" and dtype not in allowed:
+        yield Hit(f"dtype={dtype} on the CPU backend: MindSpore's CPU kernels train in {', '.join(allowed)} only",
+                  _ev(facts, "config.backend", "config.train.dtype"), data={"dtype": dtype})

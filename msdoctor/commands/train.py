@@ -235,7 +235,8 @@ def _summary(run: Path, world: int) -> dict[str, Any]:
         elif ev.get("kind") == "end":
             info["status"] = ev.get("status")
         elif ev.get("kind") == "exception":
-            info["exception"] = f"{ev.get('type')}: {str(ev.get('message', '')).splitlines()[0][:200] if ev.get('message') else ''}"
+            first_line = (str(ev.get("message") or "").splitlines() or [""])[0]
+            info["exception"] = f"{ev.get('type')}: {first_line[:200]}"
     return {str(r): ranks.get(r, {"steps": 0, "status": None}) for r in range(world)}
 
 

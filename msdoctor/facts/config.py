@@ -52,4 +52,10 @@ def collect_config(config: Mapping[str, Any], world_size: int | None, backend: s
                 facts.set(key, v, src)
             else:
                 facts.unknown(key, f"[{section}] {name} is not {want.__name__}: {v!r}", src)
+    train = config.get("train") if isinstance(config.get("train"), Mapping) else {}
+    dtype = train.get("dtype") if isinstance(train, Mapping) else None
+    if isinstance(dtype, str) and dtype:
+        facts.set("config.train.dtype", dtype, src)
+    else:
+        facts.unknown("config.train.dtype", "[train] has no dtype", src)
     return facts

@@ -18,7 +18,7 @@ def judge(cfg: dict, world: int, backend: str = "CPU"):
 
 
 def test_config_rules_are_the_par4_family():
-    assert {r.id for r in RULES} >= {f"PAR4{n:02d}" for n in range(1, 11)}
+    assert {r.id for r in RULES} >= {f"PAR4{n:02d}" for n in range(1, 12)}
 
 
 def test_tiny_on_two_cpu_ranks_passes_every_rule():
@@ -30,7 +30,7 @@ def test_tiny_on_two_cpu_ranks_passes_every_rule():
 def test_7b_is_valid_on_ascend_but_not_runnable_on_cpu():
     assert judge(llama_7b_shaped(64).to_dict(), 64, "Ascend").findings == []
     ev = judge(llama_7b_shaped(64).to_dict(), 64, "CPU")
-    assert [f.rule for f in ev.findings] == ["PAR409"]
+    assert [f.rule for f in ev.findings] == ["PAR409", "PAR411"]  # mp/pp and bf16 both need a device
 
 
 def test_several_problems_each_named():
@@ -63,7 +63,7 @@ def test_train_7b_on_cpu_reports_par409_and_launches_nothing(cli, tmp_path):
     assert r.rc == 1, r.err
     out = r.json()
     assert out["command"] == "train" and out["launched"] is False
-    assert [f["rule"] for f in out["findings"]] == ["PAR409"]
+    assert [f["rule"] for f in out["findings"]] == ["PAR409", "PAR411"]
     assert not run.exists()
 
 
@@ -112,3 +112,10 @@ def test_train_refuses_to_overwrite_a_run(cli, tmp_path):
     (tmp_path / "run.json").write_text("{}")
     r = cli("train", "--run-dir", str(tmp_path))
     assert r.rc == 2 and "--resume" in r.err
+
+
+def test_train_bf16_config_on_cpu_is_refused(cli, tmp_path):
+    cfg = tmp_path / "bf16.toml"
+    cfg.write_text('[train]\ndtype = "bfloat16"\n')
+    r = cli("train", "--config", str(cfg), "--validate-only", "--json")
+    assert r.rc == 1 and [f["rule"] for f in r.json()["findings"]] == ["PAR411"]

@@ -36,6 +36,9 @@ def test_config_from_toml_with_int_for_float(tmp_path):
     f.write_text("[model]\nnum_layers = 3\n[train]\nlr = 1\n")
     c = load_config(str(f), 2)
     assert c.model.num_layers == 3 and c.train.lr == 1.0 and c.name == "small"
+    assert c.parallel.data_parallel == 2  # unset: data parallel over the world
+    f.write_text("[parallel]\nmodel_parallel = 2\n")
+    assert load_config(str(f), 8).parallel.data_parallel == 4
 
 
 @pytest.mark.parametrize(
