@@ -282,7 +282,7 @@ class Trainer:
                 if coef < 1.0:
                     grads = [g * coef for g in grads]
                 self.opt(tuple(grads))
-            loss_val = loss_sum / t.grad_accum
+            loss_val = loss_sum  # each micro-batch already contributed loss / grad_accum
             mem = self.inj.get("mem-leak", self.rank)
             if mem is not None:
                 leak.append(bytearray(b"\x01" * (mem["mb"] << 20)))  # touched pages: real RSS growth

@@ -27,7 +27,9 @@ SCENARIOS: dict[str, list[str]] = {
     "seed-mismatch": ["--workers", "2", "--steps", "1", "--profile", "1-1", "--inject", "seed-mismatch"],
     "straggler": ["--workers", "2", "--steps", "7", "--inject", "straggler:rank=1,ms=500"],
     "data-stall": ["--workers", "2", "--steps", "5", "--inject", "data-stall:rank=1,ms=300"],
-    "mem-leak": ["--workers", "2", "--steps", "7", "--inject", "mem-leak:rank=1,mb=32"],
+    # also exercises gradient accumulation (2 micro-batches of 4): step 1 must match "clean"
+    "mem-leak": ["--workers", "2", "--steps", "7", "--config", "trainer/configs/tiny_accum2.toml",
+                 "--inject", "mem-leak:rank=1,mb=32"],
 }
 
 

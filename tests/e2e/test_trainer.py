@@ -182,3 +182,15 @@ def test_mem_leak_grows_host_rss_every_step(train_run):
     assert grown >= 5 * 32 * 2**20 * 0.9  # 32 MiB kept per step, steps 3..7
     assert all(b > a for a, b in zip(rss[1][1:], rss[1][2:], strict=False))
     assert rss[0][-1] - rss[0][1] < grown / 4
+
+
+def test_gradient_accumulation_matches_one_big_batch(train_run):
+    clean_dir, _ = train_run("clean")
+    run_dir, res = train_run("mem-leak")  # tiny_accum2: the same 8 sequences per rank as 2 × 4
+    assert res.rc == 0, res.err[-3000:]
+    assert orjson.loads((run_dir / "run.json").read_bytes())["config"]["train"]["grad_accum"] == 2
+    data_phases = [e for e in events(run_dir, 0, "phase") if e["phase"] == "data" and e["step"] == 1]
+    assert len(data_phases) == 2  # two micro-batches per optimizer step
+    clean, accum = losses(clean_dir, 0), losses(run_dir, 0)
+    assert accum[1] == pytest.approx(clean[1], abs=1e-5)  # same data, same init: the mean of the halves
+    assert accum[2] == pytest.approx(clean[2], abs=1e-3)  # and the same update (up to summation order)
