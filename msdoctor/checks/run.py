@@ -8,6 +8,7 @@ every poll while the job runs, ``msdoctor watch`` / ``report`` once post-mortem.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -37,11 +38,21 @@ def _mib(x: float) -> str:
     return f"{x / 2**20:.1f} MiB"
 
 
+# rows of the newest snapshot only (Facts is a mapping, unhashable): every rule of one evaluation
+# shares them, the next snapshot replaces them
+_ROWS: list[Any] = [None, {}]
+
+
 def _rows(facts: Facts, rank: str) -> list[dict[str, Any]]:
-    """The step series of one rank as rows (one dict per step)."""
-    cols = facts.need("run.series").get(rank) or {}
-    steps = cols.get("step") or []
-    return [{c: (vals[i] if i < len(vals) else None) for c, vals in cols.items()} for i in range(len(steps))]
+    """The step series of one rank as rows (one dict per step), built once per snapshot."""
+    if _ROWS[0] is None or _ROWS[0]() is not facts:
+        _ROWS[0], _ROWS[1] = weakref.ref(facts), {}
+    cache: dict[str, list[dict[str, Any]]] = _ROWS[1]
+    if rank not in cache:
+        cols = facts.need("run.series").get(rank) or {}
+        steps = cols.get("step") or []
+        cache[rank] = [{c: (vals[i] if i < len(vals) else None) for c, vals in cols.items()} for i in range(len(steps))]
+    return cache[rank]
 
 
 def _is_framework(where: str | None) -> bool:

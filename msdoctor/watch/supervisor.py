@@ -13,6 +13,7 @@ failing hook is reported on stderr and never stops supervision.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -34,6 +35,9 @@ from msdoctor.watch.watchdog import STACK_SIGNAL
 
 FINDINGS_FILE = "findings.jsonl"
 HANG_RULE = "COMM201"
+# evaluated at every poll: a hang, a death, an exception, the first NaN must be named within seconds;
+# the rules that scan whole series (spikes, stragglers, memory slope…) run every ``series_every_s``
+EVERY_POLL = frozenset({"COMM201", "COMM202", "COMM203", "NUM201"})
 
 
 @dataclass
@@ -44,6 +48,7 @@ class SuperviseOptions:
     stop_on_hang: bool = False  # stop the job once a hung rank is named and its stack dumped
     stack_wait_s: float = 3.0  # how long to wait for a requested stack dump before stopping anyway
     update_interval_s: float = 5.0  # rate limit for rewriting an updated finding
+    series_every_s: float = 5.0  # the rules over whole step series run this often (the others every poll)
     hook_timeout_s: float = 30.0
     printer: Callable[[Finding], None] | None = None  # live output of new findings (msdoctor watch)
     extra: dict[str, object] = field(default_factory=dict)
@@ -74,6 +79,7 @@ class Supervisor:
         self.hook_errors: list[str] = []
         self.actions: list[str] = []  # what the supervisor did (stack requests, stop), for the report
         self.hang_named_at: float | None = None
+        self._series_at = -math.inf  # when the series rules last ran
         self._hooks: list[threading.Thread] = []
 
     # -- one round ------------------------------------------------------------------------------
@@ -82,8 +88,13 @@ class Supervisor:
         self.collector.poll()
         now = time.time() if running else None
         facts = self.collector.facts(now=now, running=running)
-        ev = run_checks(self.rules, facts)
-        self.not_evaluated = ev.not_evaluated
+        full = not running or time.monotonic() - self._series_at >= self.opts.series_every_s
+        rules = self.rules if full else [r for r in self.rules if r.id in EVERY_POLL]
+        if full:
+            self._series_at = time.monotonic()
+        ev = run_checks(rules, facts)
+        if full:
+            self.not_evaluated = ev.not_evaluated
         new: list[Finding] = []
         t = time.time()
         seen: set[tuple[str, int | None]] = set()
