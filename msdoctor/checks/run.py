@@ -40,16 +40,17 @@ def _mib(x: float) -> str:
 
 # rows of the newest snapshot only (Facts is a mapping, unhashable): every rule of one evaluation
 # shares them, the next snapshot replaces them
-_ROWS: list[Any] = [None, {}]
+_ROWS: list[Any] = [None, None, {}]
 
 
 def _rows(facts: Facts, rank: str) -> list[dict[str, Any]]:
     """The step series of one rank as rows (one dict per step), built once per snapshot."""
-    if _ROWS[0] is None or _ROWS[0]() is not facts:
-        _ROWS[0], _ROWS[1] = weakref.ref(facts), {}
-    cache: dict[str, list[dict[str, Any]]] = _ROWS[1]
+    series = facts.need("run.series")
+    if _ROWS[0] is None or _ROWS[0]() is not facts or _ROWS[1] is not series:
+        _ROWS[0], _ROWS[1], _ROWS[2] = weakref.ref(facts), series, {}
+    cache: dict[str, list[dict[str, Any]]] = _ROWS[2]
     if rank not in cache:
-        cols = facts.need("run.series").get(rank) or {}
+        cols = series.get(rank) or {}
         steps = cols.get("step") or []
         cache[rank] = [{c: (vals[i] if i < len(vals) else None) for c, vals in cols.items()} for i in range(len(steps))]
     return cache[rank]
