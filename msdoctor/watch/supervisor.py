@@ -272,6 +272,57 @@ def supervise(
     or vanished, or ``timeout_s``; it returns 0 then.
     """
     sup = sup or Supervisor(run_dir, opts)
+    lock = _take_lock(Path(run_dir)) if sup.write else None
+    if sup.write and lock is None:
+        sup.write = False  # another live supervisor owns findings.jsonl: follow read-only
+    try:
+        return _supervise(sup, proc, world, opts)
+    finally:
+        if lock is not None:
+            lock.unlink(missing_ok=True)
+
+
+LOCK_FILE = ".supervisor.pid"
+
+
+def _take_lock(run_dir: Path) -> Path | None:
+    """One writer of findings.jsonl per run: None when a live supervisor already holds the run."""
+    path = run_dir / LOCK_FILE
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                pid = int(path.read_text().strip() or "0")
+            except (OSError, ValueError):
+                pid = 0
+            if pid > 0 and _pid_alive(pid):
+                print(f"msdoctor supervisor: supervisor pid {pid} already writes {run_dir / FINDINGS_FILE}; "
+                      "following read-only", file=sys.stderr)
+                return None
+            path.unlink(missing_ok=True)  # stale: its supervisor died
+            continue
+        except OSError as exc:
+            print(f"msdoctor supervisor: cannot lock {path}: {exc}", file=sys.stderr)
+            return None
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        return path
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _supervise(sup: Supervisor, proc: subprocess.Popen[bytes] | None, world: int, opts: SuperviseOptions) -> int:
+    run_dir = sup.run_dir
     start = time.monotonic()
     code: int | None = None
     while True:

@@ -135,3 +135,20 @@ def test_live_findings_latest_version_and_retractions(tmp_path):
     sup._write_line(dict(f(1, "other").to_dict(), retracted=True))
     assert len(_lines(tmp_path)) == 4
     assert [(x.rank, x.message) for x in live_findings(tmp_path)] == [(0, "second")]
+
+
+def test_a_second_supervisor_follows_read_only(tmp_path, capsys):
+    (tmp_path / ".supervisor.pid").write_text(str(os.getpid()))  # a live supervisor holds the run
+    proc = _launch(tmp_path, "nan", steps=10)
+    sup = Supervisor(tmp_path, SuperviseOptions(poll_s=0.1))
+    assert supervise(tmp_path, proc, 2, sup.opts, sup=sup) == 0
+    assert [(f.rule, f.rank) for f in sup.current()] == [("NUM201", 1)]  # it still diagnoses
+    assert not (tmp_path / FINDINGS_FILE).exists() and not (tmp_path / "report.json").exists()
+    assert "following read-only" in capsys.readouterr().err
+
+    run2 = tmp_path / "run2"
+    run2.mkdir()
+    (run2 / ".supervisor.pid").write_text("999999999")  # its supervisor died: the lock is stale
+    proc = _launch(run2, "nan", steps=10)
+    assert supervise(run2, proc, 2, SuperviseOptions(poll_s=0.1)) == 0
+    assert (run2 / FINDINGS_FILE).exists() and not (run2 / ".supervisor.pid").exists()
