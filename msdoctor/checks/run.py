@@ -116,6 +116,15 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         outside = [k for k in candidates if not _is_framework(where_of(k))]
         if outside and len(outside) < len(candidates):
             candidates = outside
+    if len(candidates) > 1:
+        fresh = {
+            k: stacks[k]["frames"]
+            for k in candidates
+            if stacks.get(k) and stacks[k].get("frames")
+            and float(stacks[k].get("t") or 0) >= float(active[k].get("last_progress_t") or 0)
+        }
+        if len(fresh) == len(candidates):
+            candidates = stack_behind(fresh) or candidates
     culprits = [k for k in candidates if k in stalled]
     if not culprits:
         return
@@ -184,6 +193,33 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
                 "stack": bool(stack),
             },
         )
+
+
+def _frame(f: str) -> tuple[str, int, str]:
+    """'file:line func' → (file, line, func)."""
+    loc, _, func = f.rpartition(" ")
+    file, _, line = loc.rpartition(":")
+    return file, int(line) if line.isdigit() else -1, func
+
+
+def stack_behind(frames: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """The ranks whose main thread is behind the others in the same code (None: cannot tell).
+
+    Stacks are walked from the outermost frame; where they first differ in the line of the same
+    function (the training loop's body), the lowest line has not reached the others' point yet —
+    e.g. a rank hanging just before the all-reduce call the others are blocked in.
+    """
+    outer = {k: [_frame(f) for f in reversed(fs)] for k, fs in frames.items()}
+    depth = 0
+    while True:
+        at = {k: fs[depth] for k, fs in outer.items() if depth < len(fs)}
+        if len(at) < len(outer) or len({(f[0], f[2]) for f in at.values()}) > 1:
+            return None  # one stack ends, or different functions at the same depth: no order
+        lines = {k: f[1] for k, f in at.items()}
+        if len(set(lines.values())) > 1:
+            low = min(lines.values())
+            return sorted((k for k, n in lines.items() if n == low), key=int)
+        depth += 1
 
 
 # -- COMM202: crashed rank; COMM203: exception in a rank ----------------------------------------------

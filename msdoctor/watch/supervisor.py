@@ -73,6 +73,7 @@ class Supervisor:
         self.first_seen: dict[tuple[str, int | None], float] = {}
         self._written: dict[tuple[str, int | None], tuple[float, tuple[Any, ...]]] = {}
         self._updates: dict[tuple[str, int | None], int] = {}  # lines written per rule × rank
+        self._announced: set[tuple[str, int | None]] = set()  # written / printed / hooked
         self.retracted: list[Finding] = []  # findings a later round of the same rule superseded
         self.write = write
         self.write_error: str | None = None
@@ -103,20 +104,25 @@ class Supervisor:
             if key in seen:  # one finding per rule × rank per round
                 continue
             seen.add(key)
-            old = self.findings.get(key)
-            if old is None:
+            self.findings[key] = f
+            if self._undecided(f):
+                continue  # announced once the stacks that may name the culprit had their chance
+            first = key not in self._announced
+            if first:
+                self._announced.add(key)
                 self.first_seen[key] = t
                 new.append(f)
             f.data.setdefault("first_seen", self.first_seen[key])
-            self.findings[key] = f
-            self._record(key, f, t, force=old is None)
+            self._record(key, f, t, force=first)
         # a rule that now names other ranks than before supersedes its older findings (e.g. the first
         # NaN rank, once the peers' events of that step are in): retract them
         fired = {k[0] for k in seen}
         for key in [k for k in self.findings if k[0] in fired and k not in seen]:
             old_f = self.findings.pop(key)
-            self.retracted.append(old_f)
-            self._write_line(dict(old_f.to_dict(), t=t, first_seen=self.first_seen.get(key, t), retracted=True))
+            if key in self._announced:
+                self._announced.discard(key)
+                self.retracted.append(old_f)
+                self._write_line(dict(old_f.to_dict(), t=t, first_seen=self.first_seen.get(key, t), retracted=True))
         for f in new:
             if f.rule == HANG_RULE and self.hang_named_at is None:
                 self.hang_named_at = t
@@ -128,7 +134,22 @@ class Supervisor:
         return new
 
     def current(self) -> list[Finding]:
-        return sort_findings(list(self.findings.values()))
+        return sort_findings([f for k, f in self.findings.items() if k in self._announced])
+
+    def _undecided(self, f: Finding) -> bool:
+        """A hang that names no rank yet, while the stacks asked for could still break the tie."""
+        if f.rule != HANG_RULE or f.rank is not None:
+            return False
+        asked = [
+            self.collector.stack_requested.get(int(k))
+            for k, r in self.collector.last_ranks.items()
+            if r.get("local") and r.get("alive")
+        ]
+        if not asked:
+            return False  # post-mortem or other hosts: no stack will come
+        if any(a is None for a in asked):
+            return True  # requested at the end of this poll
+        return time.time() - max(a for a in asked if a is not None) < self.opts.stack_wait_s
 
     def flush(self) -> None:
         """Write every finding whose latest version has not been written yet, and what was done."""

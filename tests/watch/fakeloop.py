@@ -26,7 +26,7 @@ from msdoctor.watch.watchdog import Watchdog  # noqa: E402
 
 SCENARIOS = (
     "clean", "nan", "spike", "underflow", "desync", "seed", "straggler", "datastall", "memleak", "hang",
-    "crash", "exception", "hangsync",
+    "crash", "exception", "hangsync", "hangline",
 )  # fmt: skip
 BAD_RANK = 1
 FAULT_STEP = 7
@@ -106,6 +106,10 @@ def main(run: Path, rank: int, world: int, scenario: str, steps: int) -> None:
                 d.mkdir(exist_ok=True)
                 (d / f"{step}.{rank}").touch()
                 fw.all_reduce(partial(_all_there, d, step, world), float(os.environ.get("FAKE_BARRIER_TIMEOUT", "120")))
+            elif scenario == "hangline":  # the trainer's pattern: hang check, then the collective call
+                if bad and step == FAULT_STEP:
+                    hang_here()
+                barrier(run, step, rank, world)
             else:
                 barrier(run, step, rank, world)
             grad = np.full(8, 0.01)

@@ -152,3 +152,28 @@ def test_a_second_supervisor_follows_read_only(tmp_path, capsys):
     proc = _launch(run2, "nan", steps=10)
     assert supervise(run2, proc, 2, SuperviseOptions(poll_s=0.1)) == 0
     assert (run2 / FINDINGS_FILE).exists() and not (run2 / ".supervisor.pid").exists()
+
+
+def test_hang_at_the_same_phase_in_user_code_is_ordered_by_the_stacks(tmp_path):
+    # both ranks in phase "collective" of step 7, both in the training script (no framework frame):
+    # the heartbeats cannot tell; the stacks can — rank 1 stopped at an earlier line of the same loop
+    proc = _launch(tmp_path, "hangline", barrier_timeout="60")
+    try:
+        supervise(tmp_path, proc, 2, SuperviseOptions(poll_s=0.2, stop_on_hang=True))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # the tie is broken by the stacks before anything is announced: no "all ranks stopped" first
+    assert {(x["rule"], x["rank"], x["step"]) for x in _lines(tmp_path)} == {("COMM201", 1, 7)}
+    assert "hang_here" in (tmp_path / "events" / "rank_1.stack.txt").read_text()
+    assert "barrier" in (tmp_path / "events" / "rank_0.stack.txt").read_text()  # both stacks were asked for
+
+
+def test_stack_behind():
+    from msdoctor.checks.run import stack_behind
+
+    r0 = ["t.py:59 _sync", "t.py:269 train", "t.py:324 main"]
+    r1 = ["t.py:266 train", "t.py:324 main"]
+    assert stack_behind({"0": r0, "1": r1}) == ["1"]
+    assert stack_behind({"0": r0, "1": r0}) is None  # identical: nobody is behind
+    assert stack_behind({"0": ["a.py:1 f", "t.py:9 main"], "1": ["b.py:1 g", "t.py:9 main"]}) is None
