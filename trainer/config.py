@@ -56,7 +56,7 @@ class TrainConfig:
     seed: int = 1234
     save_every: int = 5
     keep_ckpt: int = 3
-    dtype: str = "float32"  # CPU kernels run fp32; bf16/fp16 only where the backend supports them
+    dtype: str = "float32"  # compute dtype: float32, float16 (runs on CPU too) or bfloat16 (device only)
 
 
 @dataclass

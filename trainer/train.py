@@ -97,6 +97,10 @@ class Trainer:
         shape = self.inj.get("shape", self.rank)
         k_heads = m.num_heads // 2 if shape else None  # q and k disagree on the head split
         self.net = GPT(m, p, k_heads=k_heads)
+        if t.dtype != "float32":
+            # Mixed precision: cells compute in t.dtype, parameters (master weights), gradients
+            # and optimizer state stay fp32; the dynamic loss scale guards the fp16 range.
+            self.net.to_float(getattr(ms, t.dtype))
         params = self.net.trainable_params()
         # Parameters are Tensors: `in`/`==` would compare values elementwise, so split by name.
         skip = {x.name for x in params if x.name.endswith((".bias", ".gamma", ".beta")) or x.name == "wpe"}

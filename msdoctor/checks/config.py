@@ -105,5 +105,5 @@ def dtype_supported_by_backend(facts: Facts, params: Mapping[str, Any]) -> Itera
     backend, dtype = str(facts.need("config.backend")), str(facts.need("config.train.dtype"))
     allowed = params.get("cpu_dtypes", ["float32"])
     if backend.upper() == "CPU" and dtype not in allowed:
-        yield Hit(f"dtype={dtype} on the CPU backend: MindSpore's CPU kernels train in {', '.join(allowed)} only",
+        yield Hit(f"dtype={dtype} on the CPU backend: MindSpore's CPU kernels compute in {', '.join(allowed)} only",
                   _ev(facts, "config.backend", "config.train.dtype"), data={"dtype": dtype})

@@ -81,3 +81,18 @@ def test_mindrecord_round_trip_sharded_by_rank(tmp_path):
 def test_write_mindrecord_without_text_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="no \\*.txt"):
         write_mindrecord(tmp_path, tmp_path / "x.mindrecord", 16)
+
+
+def test_float16_mixed_precision_trains_on_cpu_bfloat16_does_not():
+    from msdoctor_trainer.model import GPT
+
+    ms.set_seed(0)
+    net = GPT(SMALL, ParallelConfig())
+    net.to_float(ms.float16)
+    opt = ms.nn.AdamWeightDecay(net.trainable_params(), 1e-3)
+    loss, grads = ms.value_and_grad(net, None, opt.parameters)(_tokens())
+    assert math.isfinite(float(loss.asnumpy())) and grads[0].dtype == ms.float32  # fp32 master weights
+    bf = GPT(SMALL, ParallelConfig())
+    bf.to_float(ms.bfloat16)
+    with pytest.raises(TypeError, match="Unsupported data type"):  # what PAR411 prevents
+        bf(_tokens())
