@@ -218,6 +218,17 @@ class _ChildTracker:
         return killed
 
 
+def _wait(proc: subprocess.Popen[bytes], timeout: float | None, started: float) -> int:
+    """Wait for the job without the supervisor; 124 when ``timeout`` (from ``started``) ran out."""
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+    try:
+        return int(proc.wait(timeout=left))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return 124
+
+
 def _summary(run: Path, world: int) -> dict[str, Any]:
     from msdoctor.watch import events
 
@@ -313,9 +324,16 @@ def run(args: argparse.Namespace) -> int:
         proc = subprocess.Popen(cmd, stdout=console_log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
                                 start_new_session=True)
         tracker = _ChildTracker(proc.pid)
+        started = time.monotonic()
         try:
-            rc = supervise(run_dir, proc, args.workers,
-                           SuperviseOptions(timeout_s=args.timeout, on_finding=args.on_finding))
+            try:
+                rc = supervise(run_dir, proc, args.workers,
+                               SuperviseOptions(timeout_s=args.timeout, on_finding=args.on_finding))
+            except Exception as exc:  # live diagnosis failing must not take the training job down with it
+                meta["supervisor_error"] = f"{type(exc).__name__}: {exc}"
+                print(f"msdoctor train: live diagnosis stopped ({meta['supervisor_error']}); "
+                      "waiting for the job without it", file=sys.stderr)
+                rc = _wait(proc, args.timeout, started)
         finally:
             if proc.poll() is None:
                 proc.kill()

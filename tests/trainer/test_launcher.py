@@ -52,3 +52,15 @@ def test_summary_per_rank_from_events(tmp_path):
     assert s["0"] == {"steps": 2, "first_loss": 5.0, "last_loss": 4.0, "status": "ok"}
     assert s["1"]["steps"] == 0 and s["1"]["exception"] == "ValueError: For BatchMatMul, bad"
     assert s["2"] == {"steps": 0, "status": None}  # a rank that never wrote an event
+
+
+def test_wait_without_supervisor_times_out_with_124():
+    import time as _t
+
+    from msdoctor.commands.train import _wait
+
+    proc = subprocess.Popen(["sleep", "30"])
+    t0 = _t.monotonic()
+    assert _wait(proc, 0.3, t0) == 124 and proc.poll() is not None
+    ok = subprocess.Popen(["true"])
+    assert _wait(ok, None, _t.monotonic()) == 0
