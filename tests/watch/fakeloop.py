@@ -97,6 +97,8 @@ def main(run: Path, rank: int, world: int, scenario: str, steps: int) -> None:
                 scale, overflow, grad_norm = scale / 2, True, 0.0
             if scenario == "hang" and bad and step == FAULT_STEP:
                 hang_here()
+            if scenario == "hangline" and bad and step == FAULT_STEP:
+                time.sleep(1.0)  # rank 0 enters the collective (and starts stalling) a second earlier
             wd.phase("collective", step)
             if scenario == "hangsync":  # like the trainer: the hung rank is already in phase "collective"
                 if bad and step == FAULT_STEP:
