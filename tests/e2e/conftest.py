@@ -24,7 +24,7 @@ SCENARIOS: dict[str, list[str]] = {
     "nan": ["--workers", "2", "--steps", "4", "--inject", "nan:rank=1,step=3"],
     "shape": ["--workers", "2", "--steps", "2", "--collective-timeout", "5", "--inject", "shape"],
     "desync-layernorm": ["--workers", "2", "--steps", "5", "--inject", "desync-layernorm"],
-    "seed-mismatch": ["--workers", "2", "--steps", "1", "--profile", "1-1", "--inject", "seed-mismatch"],
+    "seed-mismatch": ["--workers", "2", "--steps", "1", "--profile", "1-1", "--json", "--inject", "seed-mismatch"],
     "straggler": ["--workers", "2", "--steps", "7", "--inject", "straggler:rank=1,ms=500"],
     "data-stall": ["--workers", "2", "--steps", "5", "--inject", "data-stall:rank=1,ms=300"],
     # also exercises gradient accumulation (2 micro-batches of 4): step 1 must match "clean"

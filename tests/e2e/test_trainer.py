@@ -144,6 +144,10 @@ def test_desync_layernorm_drifts_only_layernorm(train_run):
 def test_seed_mismatch_starts_replicas_apart(train_run):
     run_dir, res = train_run("seed-mismatch")
     assert res.rc == 0, res.err[-3000:]
+    out = res.json()  # this scenario runs with --json: one object on stdout
+    assert out["command"] == "train" and out["exit_status"] == 0 and out["status"] == "ok"
+    assert {r: v["steps"] for r, v in out["ranks"].items()} == {"0": 1, "1": 1}
+    assert out["run_dir"] == str(run_dir) and isinstance(out["findings"], list)
     s0 = next(e["sums"] for e in events(run_dir, 0, "checksum") if e["step"] == 0)
     s1 = next(e["sums"] for e in events(run_dir, 1, "checksum") if e["step"] == 0)
     random_init = [k for k in s0 if not k.endswith((".gamma", ".beta", ".bias"))]
