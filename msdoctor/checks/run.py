@@ -15,7 +15,7 @@ from typing import Any
 
 from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Evidence, Hit
-from msdoctor.watch.stats import mad, median, num, theil_sen
+from msdoctor.watch.stats import mad, median, num, sign_test_p, theil_sen
 
 # Order of the phases inside one step: a rank further along waits for one that is behind.
 PHASE_ORDER = {"step-done": 0, "data": 1, "forward": 3, "backward": 4, "step": 5, "collective": 6, "allreduce": 6, "optimizer": 7, "save": 8, "checkpoint": 8}
@@ -588,12 +588,14 @@ def straggler(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         d = [own[k][s] - own[fastest][s] for s in window]
         excess, noise = median(d), mad(d)
         score = excess / max(noise, float(params["noise_floor_s"]))
-        # persistent: slower than the fastest rank by at least half the excess on most steps (a sign
-        # test that survives the heavy-tailed noise of shared hosts, where the MAD alone is too wide)
-        persistent = sum(1 for x in d if x >= excess / 2) / len(d)
+        # persistent: slower than the fastest rank on more steps than chance allows (a sign test,
+        # which survives the heavy-tailed noise of shared hosts where the MAD alone is too wide)
+        slower = sum(1 for x in d if x > 0)
+        p_sign = sign_test_p(slower, len(d))
+        persistent = slower / len(d)
         if excess < max(float(params["min_excess_s"]), float(params["min_rel"]) * typical):
             continue
-        if score < float(params["k_mad"]) and persistent < float(params["min_persistent"]):
+        if score < float(params["k_mad"]) and p_sign > float(params["sign_p"]):
             continue
         if len(own) >= 3 and (meds[k] - across_med) < float(params["k_mad"]) * max(across_mad, float(params["noise_floor_s"])):
             continue  # with three or more ranks it must also stand out from the median rank
@@ -609,11 +611,11 @@ def straggler(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
                 Evidence(f"rank {k}: median own time {_fmt_s(meds[k])} per step vs rank {fastest}: {_fmt_s(meds[fastest])} "
                          "(step time minus collective wait and data wait)", fact="run.series"),
                 Evidence(f"difference to rank {fastest}: median {_fmt_s(excess)}, MAD {_fmt_s(noise)}, "
-                         f"slower on {persistent:.0%} of the steps", fact="run.series"),
+                         f"slower on {slower} of {len(d)} steps (sign test p={p_sign:.3f})", fact="run.series"),
             ),
             rank=int(k),
             step=onset,
-            data={"excess_s": excess, "score": score, "persistent": persistent, "fastest": int(fastest)},
+            data={"excess_s": excess, "score": score, "persistent": persistent, "sign_p": p_sign, "fastest": int(fastest)},
         )
 
 

@@ -43,3 +43,10 @@ def theil_sen(xs: Sequence[float], ys: Sequence[float], max_points: int = 150) -
         n = max_points
     slopes = [(ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(n) for j in range(i + 1, n) if xs[j] != xs[i]]
     return median(slopes) if slopes else 0.0
+
+
+def sign_test_p(k: int, n: int) -> float:
+    """One-sided sign test: P(at least ``k`` of ``n`` fair coin flips come up heads)."""
+    if n <= 0:
+        return 1.0
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n

@@ -67,6 +67,9 @@ def test_crash_is_the_root_and_rank0_timeout_follows(finished_run):
 
 
 def test_robust_statistics():
+    from msdoctor.watch.stats import sign_test_p
+
+    assert sign_test_p(6, 6) == 1 / 64 and sign_test_p(0, 6) == 1.0 and sign_test_p(9, 10) == 11 / 1024
     assert median([3, 1, 2]) == 2 and median([1, 2, 3, 4]) == 2.5
     assert mad([1, 1, 1, 1, 100]) == 0  # one outlier does not move it
     xs = list(range(20))
