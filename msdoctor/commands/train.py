@@ -128,7 +128,10 @@ def _child_env(args: argparse.Namespace) -> dict[str, str]:
     # msrun starts workers as `python script.py`: this interpreter's directory must come first.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env["PYTHONUNBUFFERED"] = "1"
+    # The CPU ring all-reduce gives up after the lower of the two (measured on 2.10.0, see the README
+    # of samples/logs); the scheduler declares silent nodes dead after MS_NODE_TIMEOUT.
     env["MS_NODE_TIMEOUT"] = str(args.collective_timeout)
+    env["MS_CPU_COMM_OP_TIMEOUT"] = str(args.collective_timeout)
     env.setdefault("GLOG_v", "2")  # MindSpore WARNING and above in the worker logs
     return env
 
