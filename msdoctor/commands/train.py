@@ -32,7 +32,8 @@ DEFAULT_COLLECTIVE_TIMEOUT = 30
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=int, default=2, help="ranks on this host (msrun --local_worker_num)")
+    p.add_argument("--workers", type=int, default=2, metavar="N",
+                   help="ranks on this host (msrun --worker_num = --local_worker_num; default 2)")
     p.add_argument("--steps", type=int, default=10, help="optimizer steps (default 10)")
     p.add_argument("--inject", action="append", default=[], metavar="KIND[:k=v,…]",
                    help="reproduce a fault: nan, hang, straggler, shape, desync-layernorm, seed-mismatch, "
@@ -43,14 +44,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", nargs="?", const="2-3", default="", metavar="START-STOP",
                    help="capture steps START-STOP with mindspore.Profiler into RUN/profile (default 2-3)")
     p.add_argument("--save-every", type=int, metavar="K", help="checkpoint every K steps (overrides the config)")
-    p.add_argument("--checksum-every", type=int, default=5, help="parameter checksums every K steps (and step 0)")
+    p.add_argument("--checksum-every", type=int, default=5, metavar="K",
+                   help="parameter checksums every K steps (and step 0; default 5)")
     p.add_argument("--resume", action="store_true", help="continue RUN from its latest checkpoint")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="kill the job after S seconds")
     p.add_argument("--collective-timeout", type=int, default=DEFAULT_COLLECTIVE_TIMEOUT, metavar="S",
-                   help="seconds without a heartbeat before msrun's scheduler declares a rank dead "
-                        f"(MS_NODE_TIMEOUT; default {DEFAULT_COLLECTIVE_TIMEOUT})")
+                   help="seconds a rank waits in a CPU collective for a silent peer, and the scheduler "
+                        "before it declares a rank dead (MS_NODE_TIMEOUT, MS_CPU_COMM_OP_TIMEOUT; "
+                        f"default {DEFAULT_COLLECTIVE_TIMEOUT})")
     p.add_argument("--on-finding", metavar="CMD", help="shell command fed each finding as JSON on stdin")
-    p.add_argument("--master-port", type=int, help="msrun --master_port (default: a free port)")
+    p.add_argument("--master-port", type=int, metavar="P", help="msrun --master_port (default: a free port)")
     p.add_argument("--validate-only", action="store_true", help="judge the config, launch nothing")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
 
