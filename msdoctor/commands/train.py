@@ -53,6 +53,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "before it declares a rank dead (MS_NODE_TIMEOUT, MS_CPU_COMM_OP_TIMEOUT; "
                         f"default {DEFAULT_COLLECTIVE_TIMEOUT})")
     p.add_argument("--on-finding", metavar="CMD", help="shell command fed each finding as JSON on stdin")
+    p.add_argument("--stop-on-hang", action="store_true",
+                   help="stop the job once a hung rank is named and its stack dumped, instead of waiting "
+                        "for the framework's own collective timeout")
     p.add_argument("--master-port", type=int, metavar="P", help="msrun --master_port (default: a free port)")
     p.add_argument("--validate-only", action="store_true", help="judge the config, launch nothing")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
@@ -258,17 +261,10 @@ def _summary(run: Path, world: int) -> dict[str, Any]:
 
 
 def _findings(run: Path) -> list[Any]:
-    from msdoctor.engine.model import Finding
+    # findings.jsonl keeps every update and retraction; the current list is the latest per rule × rank.
+    from msdoctor.watch.report import live_findings
 
-    path = run / "findings.jsonl"
-    out = []
-    if path.exists():
-        for raw in path.read_bytes().splitlines():
-            try:
-                out.append(Finding.from_dict(orjson.loads(raw)))
-            except (orjson.JSONDecodeError, KeyError, ValueError, TypeError):
-                continue
-    return out
+    return live_findings(run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -334,7 +330,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             try:
                 rc = supervise(run_dir, proc, args.workers,
-                               SuperviseOptions(timeout_s=args.timeout, on_finding=args.on_finding))
+                               SuperviseOptions(timeout_s=args.timeout, on_finding=args.on_finding,
+                                                stop_on_hang=args.stop_on_hang))
             except Exception as exc:  # live diagnosis failing must not take the training job down with it
                 meta["supervisor_error"] = f"{type(exc).__name__}: {exc}"
                 print(f"msdoctor train: live diagnosis stopped ({meta['supervisor_error']}); "

@@ -110,6 +110,10 @@ class MonitorApp(App[int]):
                 else:
                     ranks.add_row(*cells, key=key)
             findings = self.query_one("#findings", DataTable)
+            current = {f"f-{f.get('rule')}-{f.get('rank')}" for f in self.state.findings}
+            for row_key in list(findings.rows):
+                if row_key.value not in current:
+                    findings.remove_row(row_key)
             for f in self.state.findings:
                 key = f"f-{f.get('rule')}-{f.get('rank')}"
                 cells = (

@@ -37,11 +37,10 @@ class RunState:
     run_dir: Path
     clock: Callable[[], float] = time.time
     ranks: dict[int, RankRow] = field(default_factory=dict)
-    findings: list[dict[str, Any]] = field(default_factory=list)
+    latest: dict[tuple[Any, Any], dict[str, Any]] = field(default_factory=dict)  # (rule, rank) → finding
     skipped_lines: int = 0
     _tails: dict[int, events.Tail] = field(default_factory=dict)
     _findings_tail: events.Tail | None = None
-    _finding_keys: dict[tuple[Any, Any], int] = field(default_factory=dict)
 
     def poll(self) -> bool:
         """Read what was appended since the last call; True when anything changed."""
@@ -95,15 +94,19 @@ class RunState:
             elif kind == "end":
                 row.status = "ended" if ev.get("status") == "ok" else "failed"
 
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        return list(self.latest.values())
+
     def add_findings(self, new: Iterable[dict[str, Any]]) -> None:
-        # The supervisor may re-emit a finding as it learns more: keep the newest per (rule, rank).
+        # The supervisor re-emits a finding as it learns more (keep the newest per rule × rank) and
+        # marks one a later round superseded with "retracted": true (drop it), as report.py reads them.
         for f in new:
             key = (f.get("rule"), f.get("rank"))
-            if key in self._finding_keys:
-                self.findings[self._finding_keys[key]] = f
+            if f.get("retracted") is True:
+                self.latest.pop(key, None)
             else:
-                self._finding_keys[key] = len(self.findings)
-                self.findings.append(f)
+                self.latest[key] = f
 
 
 def _num(v: Any, default: float | None) -> float | None:

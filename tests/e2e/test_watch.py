@@ -31,6 +31,9 @@ DEFAULTS = {
     "mem-leak": ["--workers", "2", "--steps", "12", "--inject", "mem-leak:rank=1,mb=64"],
     "desync-layernorm": ["--workers", "2", "--steps", "6", "--inject", "desync-layernorm"],
     "seed-mismatch": ["--workers", "2", "--steps", "3", "--inject", "seed-mismatch"],
+    # the framework would wait 60 s for the silent rank; --stop-on-hang ends the job once it is named
+    "hang-stop": ["--workers", "2", "--steps", "6", "--collective-timeout", "60", "--stop-on-hang",
+                  "--inject", "hang:rank=1,step=3"],
 }
 
 pytestmark = pytest.mark.e2e
@@ -97,6 +100,16 @@ def test_hang_named_with_stack_before_the_framework_timeout(run):
     for f in p["findings"]:
         if f["rule"] == "COMM203" and f["rank"] != inj["rank"]:
             assert f["data"]["role"] == "consequence", f["message"]
+
+
+def test_train_stop_on_hang_ends_the_job_before_the_framework_timeout(run):
+    run_dir, res, inj = run("hang-stop")
+    meta = orjson.loads((run_dir / "run.json").read_bytes())
+    assert res.rc == 1 and meta["status"] == "failed", res.err[-2000:]
+    assert meta["duration_s"] < 55, meta["duration_s"]  # start-up + 3 steps + diagnosis, not the 60 s wait
+    text = res.out
+    # one line per current finding: updates and retractions in findings.jsonl are not printed twice
+    assert text.count("COMM201") == 1 and "(rank 1, step 3)" in text, text
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,18 @@ def test_findings_deduplicated_by_rule_and_rank(tmp_path):
     assert len(st.findings) == 1 and st.findings[0]["message"].endswith("train.py:42")
 
 
+def test_retracted_finding_disappears(tmp_path):
+    write_run(tmp_path)
+    f = {"rule": "COMM201", "severity": "error", "rank": None, "step": 3, "message": "a rank stopped"}
+    with open(tmp_path / "findings.jsonl", "wb") as fh:
+        fh.write(orjson.dumps(f) + b"\n")
+        fh.write(orjson.dumps({**f, "retracted": True}) + b"\n")
+        fh.write(orjson.dumps({**f, "rank": 1, "message": "rank 1 stopped"}) + b"\n")
+    st = RunState(tmp_path)
+    st.poll()
+    assert [(x["rank"], x["message"]) for x in st.findings] == [(1, "rank 1 stopped")]
+
+
 def test_app_shows_ranks_and_findings_live(tmp_path):
     write_run(tmp_path)
 
@@ -74,6 +86,10 @@ def test_app_shows_ranks_and_findings_live(tmp_path):
             findings = app.query_one("#findings")
             assert findings.row_count == 1
             assert findings.get_cell("f-PERF201-1", "rule") == "PERF201"
+            with open(tmp_path / "findings.jsonl", "ab") as fh:
+                fh.write(orjson.dumps({"rule": "PERF201", "severity": "warning", "rank": 1, "retracted": True}) + b"\n")
+            await pilot.pause(0.3)
+            assert findings.row_count == 0
             await pilot.press("p")
             assert app.paused is True
             await pilot.press("q")
