@@ -15,8 +15,15 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # The main job on the bundled samples. Findings exit 1 by design; only 2+ (unreadable input) fails.
+# 1. the real 2-rank hang sample's logs; 2. the same fault reproduced live (rank 1 stops at step 4)
+#    and named by the supervisor, which stops the job instead of waiting for the collective timeout;
+# 3. the closing report of that run; 4. a generated 8-rank profile.
+DEMO_RUN := msdoctor-runs/demo
 demo: install
 	$(VENV)/bin/msdoctor logs samples/logs/hang; test $$? -le 1
+	rm -rf $(DEMO_RUN)
+	$(VENV)/bin/msdoctor train --workers 2 --steps 8 --stop-on-hang --inject hang:rank=1,step=4 --run-dir $(DEMO_RUN); test $$? -le 1
+	$(VENV)/bin/msdoctor report $(DEMO_RUN); test $$? -le 1
 	$(VENV)/bin/msdoctor analyze samples/profiles/gen_8rank; test $$? -le 1
 
 test: install
