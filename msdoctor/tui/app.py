@@ -94,7 +94,7 @@ class MonitorApp(App[int]):
                 age = row.age(now)
                 cells = (
                     str(rank),
-                    row.status,
+                    row.shown_status(now),
                     _fmt(row.step),
                     _fmt(row.loss, ".4f"),
                     _fmt(row.step_ms, ".1f"),

@@ -11,6 +11,7 @@ from typing import Any
 from msdoctor.watch import events
 
 FINDINGS_FILE = "findings.jsonl"
+SILENT_AFTER_S = 10.0  # heartbeats come every second; ten missed ones are not a slow disk
 
 
 @dataclass
@@ -28,6 +29,14 @@ class RankRow:
 
     def age(self, now: float) -> float | None:
         return None if self.last_seen is None else max(0.0, now - self.last_seen)
+
+    def shown_status(self, now: float, silent_after_s: float = SILENT_AFTER_S) -> str:
+        """'silent' for a rank that should be running but wrote nothing, heartbeats included, for a while
+        (killed, or the whole process frozen): its last events no longer describe it."""
+        age = self.age(now)
+        if self.status in ("starting", "running") and age is not None and age > silent_after_s:
+            return "silent"
+        return self.status
 
 
 @dataclass

@@ -35,6 +35,16 @@ def test_state_folds_events_per_rank(tmp_path):
     assert st.poll() is False  # nothing new: offsets advanced
 
 
+def test_rank_without_events_for_a_while_is_shown_silent(tmp_path):
+    wd = Watchdog(tmp_path, 0, world=1, heartbeat_s=60).start()
+    wd.step(1, loss=1.0)  # no close(): the process was killed
+    st = RunState(tmp_path)
+    st.poll()
+    row = st.ranks[0]
+    assert row.shown_status(row.last_seen + 2) == "running"
+    assert row.shown_status(row.last_seen + 30) == "silent"
+
+
 def test_state_skips_garbage_and_counts_it(tmp_path):
     write_run(tmp_path)
     with open(tmp_path / "events" / "rank_0.jsonl", "ab") as fh:
