@@ -15,7 +15,8 @@ from typing import Any
 
 from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Evidence, Hit
-from msdoctor.watch.stats import mad, median, num, sign_test_p, theil_sen
+from msdoctor.watch.stats import mad, median, sign_test_p, theil_sen
+from msdoctor.watch.watchdog import number as num
 
 # Order of the phases inside one step: a rank further along waits for one that is behind.
 PHASE_ORDER = {"step-done": 0, "data": 1, "forward": 3, "backward": 4, "step": 5, "collective": 6, "allreduce": 6, "optimizer": 7, "save": 8, "checkpoint": 8}

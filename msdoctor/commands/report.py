@@ -16,16 +16,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from msdoctor.watch.report import diagnose_dir, ranks_summary, root_cause, timeline
+    from msdoctor.watch.report import diagnose_dir, report_extra
 
     sup, findings, not_evaluated, skipped = diagnose_dir(args.run_dir)
-    extra = {
-        "run_dir": str(args.run_dir),
-        "ranks": ranks_summary(sup),
-        "timeline": timeline(findings),
-        "root_cause": root_cause(findings),
-        "skipped": skipped,
-    }
+    extra = report_extra(args.run_dir, sup, findings, skipped)
     for s in skipped:
         print(f"msdoctor report: skipped: {s}", file=sys.stderr)
     if args.json:

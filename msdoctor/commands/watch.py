@@ -23,7 +23,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from msdoctor.watch.report import check_run_dir, ranks_summary, render_extra, root_cause, timeline
+    from msdoctor.watch.report import check_run_dir, render_extra, report_extra
     from msdoctor.watch.supervisor import SuperviseOptions, Supervisor, supervise
 
     if args.timeout is not None and args.timeout <= 0:
@@ -54,13 +54,7 @@ def run(args: argparse.Namespace) -> int:
                 sup._run_hook(f)
             sup.flush()
             skipped += sup.hook_errors
-    extra = {
-        "run_dir": str(args.run_dir),
-        "ranks": ranks_summary(sup),
-        "timeline": timeline(findings),
-        "root_cause": root_cause(findings),
-        "skipped": skipped,
-    }
+    extra = report_extra(args.run_dir, sup, findings, skipped)
     for s in skipped:
         print(f"msdoctor watch: {s}", file=sys.stderr)
     if args.json:

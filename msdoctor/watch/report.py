@@ -188,6 +188,17 @@ def render_extra(out: Any, report: dict[str, Any]) -> None:
 REPORT_FILE = "report.json"
 
 
+def report_extra(run_dir: Path, sup: Supervisor, findings: list[Finding], skipped: list[str]) -> dict[str, Any]:
+    """What a closing report adds to the findings: ranks, first anomaly per rank, root cause, skipped."""
+    return {
+        "run_dir": str(run_dir),
+        "ranks": ranks_summary(sup),
+        "timeline": timeline(findings),
+        "root_cause": root_cause(findings),
+        "skipped": skipped,
+    }
+
+
 def closing_report(run_dir: Path) -> dict[str, Any]:
     """The report's JSON object (findings, timeline, root cause, ranks, skipped) for one run dir."""
     sup, findings, not_evaluated, skipped = diagnose_dir(run_dir)
@@ -195,11 +206,7 @@ def closing_report(run_dir: Path) -> dict[str, Any]:
         "command": "report",
         "findings": [f.to_dict() for f in findings],
         "not_evaluated": [n.to_dict() for n in not_evaluated],
-        "run_dir": str(run_dir),
-        "ranks": ranks_summary(sup),
-        "timeline": timeline(findings),
-        "root_cause": root_cause(findings),
-        "skipped": skipped,
+        **report_extra(run_dir, sup, findings, skipped),
     }
 
 
