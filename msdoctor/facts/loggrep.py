@@ -26,6 +26,7 @@ from msdoctor.facts.logformats import (
 from msdoctor.facts.logscan import (
     CLUSTER_UP,
     HEAD,
+    TS_BYTES_RE,
     ScanSpec,
     _decode,
     _FileState,
@@ -33,9 +34,9 @@ from msdoctor.facts.logscan import (
     _mostly_binary,
     _summary,
     resolve_progress,
+    ts_before,
 )
 
-TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
 ERE_SPECIAL = re.compile(r"([.\[\]()*+?{}|^$\\])")
 GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
                r"(Error|Exception):", CLUSTER_UP)  # fmt: skip
@@ -123,19 +124,7 @@ def patterns_for(spec: ScanSpec) -> tuple[str, ...] | None:
 
 
 def _ts_before(fd: int, off: int) -> tuple[float | None, str | None]:
-    """The nearest time stamp before byte ``off``: look 2 KiB back first, then 64 KiB."""
-    for span in (2048, 65536):
-        start = max(0, off - span)
-        window = os.pread(fd, off - start, start)
-        last = None
-        for last in TS_BYTES_RE.finditer(window):  # noqa: B007 — the last one is wanted
-            pass
-        if last is not None:
-            text = last.group(0).decode("ascii")
-            return parse_ts(text), text
-        if start == 0:
-            break
-    return None, None
+    return ts_before(lambda a, b: os.pread(fd, b - a, a), off)
 
 
 def _banner(fd: int, end: int) -> dict[str, str]:

@@ -134,12 +134,13 @@ def _decode(raw: bytes, st: _FileState) -> str:
             return raw.decode("utf-8", "replace")
 
 
-def _ts_before(block: bytes, pos: int) -> tuple[float | None, str | None]:
-    """The nearest time stamp at or before ``pos`` in this block (lines without their own stamp)."""
+def ts_before(read: Callable[[int, int], bytes], pos: int) -> tuple[float | None, str | None]:
+    """The nearest time stamp before byte ``pos`` (for lines without their own stamp): 2 KiB back
+    first, then 64 KiB. ``read(start, end)`` returns those bytes (of a block in memory, or of a file)."""
     for span in (2048, 65536):
         start = max(0, pos - span)
         last = None
-        for last in TS_BYTES_RE.finditer(block, start, pos):  # noqa: B007 — only the last one is wanted
+        for last in TS_BYTES_RE.finditer(read(start, pos)):  # noqa: B007 — only the last one is wanted
             pass
         if last is not None:
             text = last.group(0).decode("ascii")
@@ -147,6 +148,10 @@ def _ts_before(block: bytes, pos: int) -> tuple[float | None, str | None]:
         if start == 0:
             break
     return None, None
+
+
+def _ts_before(block: bytes, pos: int) -> tuple[float | None, str | None]:
+    return ts_before(lambda a, b: block[a:b], pos)
 
 
 def _next_is_rule(block: bytes, end: int) -> bool:
