@@ -32,6 +32,15 @@ test: install
 docs: install
 	$(PY) -m msdoctor.docsgen docs/rules.md
 
+# Every benchmark, each side by side with its reference; each rewrites its section of bench/RESULTS.md.
+# Long (tens of minutes: the analyze benchmark generates ~1 GB profile trees and scales to 64 ranks).
+bench: install
+	$(PY) bench/bench_preflight.py
+	$(PY) bench/bench_logs.py
+	$(PY) bench/bench_analyze.py
+	nice -n 10 $(PY) bench/bench_watch.py --write
+	$(PY) bench/bench_trainer.py --write
+
 lint: install
 	$(VENV)/bin/ruff check msdoctor tests trainer bench
 	$(VENV)/bin/mypy
