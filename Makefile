@@ -42,7 +42,7 @@ bench: install
 	$(PY) bench/bench_trainer.py --write
 
 lint: install
-	$(VENV)/bin/ruff check msdoctor tests trainer bench
+	$(VENV)/bin/ruff check msdoctor tests trainer bench samples
 	$(VENV)/bin/mypy
 
 clean:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
@@ -229,7 +229,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-analyze-", dir=args.tmp) as td:
         lines = run_main(args, Path(td))
         lines += run_scaling(args, Path(td))
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines += ["", f"Measured {when} on {os.cpu_count()} cores ({platform.machine()}), {args.repeat} runs each, with five other "
               "engineers' jobs on the same 2 cores and 24 GiB: timings are noisy."]  # fmt: skip
     print("\n".join(lines))

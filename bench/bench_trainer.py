@@ -41,7 +41,6 @@ def bare_worker(steps: int, out_dir: str) -> None:
     from mindspore import nn, ops
     from mindspore.communication import get_group_size, get_rank, init
     from mindspore.ops.communication import all_reduce
-
     from msdoctor_trainer.config import tiny
     from msdoctor_trainer.model import GPT
 

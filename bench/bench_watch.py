@@ -124,7 +124,7 @@ def overhead(steps: int, block: int) -> dict[str, float]:
 
 
 def section(h: dict | None, o: dict) -> str:
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "## live diagnosis",
         "",

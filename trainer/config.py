@@ -8,11 +8,10 @@ JSON that ``msdoctor train`` hands it.
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 
 class ConfigError(ValueError):

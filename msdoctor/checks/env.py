@@ -8,12 +8,11 @@ data ``msdoctor/data/compat.toml`` rather than collected.
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
-
-import tomllib
 
 from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Evidence, Hit

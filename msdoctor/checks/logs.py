@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from msdoctor.engine.facts import Facts
@@ -29,7 +29,7 @@ def _ev(e: Mapping[str, Any] | None) -> Evidence | None:
 def _clock(t: float | None) -> str:
     if t is None:
         return "time unknown"
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
 def terminal(rank: Rank) -> tuple[str, dict[str, Any] | None]:

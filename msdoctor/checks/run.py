@@ -32,7 +32,7 @@ def _clock(t: Any) -> str:
     import datetime as dt
 
     x = num(t)
-    return "?" if x is None else dt.datetime.fromtimestamp(x, dt.timezone.utc).strftime("%H:%M:%S UTC")
+    return "?" if x is None else dt.datetime.fromtimestamp(x, dt.UTC).strftime("%H:%M:%S UTC")
 
 
 def _mib(x: float) -> str:

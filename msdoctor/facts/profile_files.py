@@ -13,13 +13,13 @@ from __future__ import annotations
 import csv
 import os
 import re
+import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import orjson
-import tomllib
 
 from msdoctor.errors import InputError
 

@@ -116,7 +116,7 @@ class MonitorApp(App[int]):
                     findings.remove_row(row_key)
             for f in self.state.findings:
                 key = f"f-{f.get('rule')}-{f.get('rank')}"
-                cells = (
+                fcells = (
                     str(f.get("severity", "")),
                     str(f.get("rule", "")),
                     _fmt(f.get("rank")),
@@ -124,10 +124,10 @@ class MonitorApp(App[int]):
                     str(f.get("message") or f.get("title") or "")[:120],
                 )
                 if key in findings.rows:
-                    for col, value in zip(FINDING_COLUMNS, cells, strict=True):
+                    for col, value in zip(FINDING_COLUMNS, fcells, strict=True):
                         findings.update_cell(key, col, value)
                 else:
-                    findings.add_row(*cells, key=key)
+                    findings.add_row(*fcells, key=key)
         n_err = sum(1 for f in self.state.findings if f.get("severity") == "error")
         note = f" · {self.state.skipped_lines} unreadable line(s) skipped" if self.state.skipped_lines else ""
         paused = " · PAUSED" if self.paused else ""

@@ -7,9 +7,8 @@ real CPU collective timeout.
 
 import time
 
-import numpy as np
-
 import mindspore as ms
+import numpy as np
 from mindspore import nn
 from mindspore.communication import get_group_size, get_rank, init
 from mindspore.train import Callback, LossMonitor, Model

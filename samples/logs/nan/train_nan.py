@@ -4,9 +4,8 @@ LossMonitor prints the loss of every step and stops the run with MindSpore's rea
 NaN or Inf. Run by make_sample.sh under msrun.
 """
 
-import numpy as np
-
 import mindspore as ms
+import numpy as np
 from mindspore import nn
 from mindspore.communication import get_rank, init
 from mindspore.train import LossMonitor, Model

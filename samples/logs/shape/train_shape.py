@@ -6,9 +6,8 @@ parallel code). The score MatMul q @ k^T then sees 16 query columns against 32 k
 its real shape error on every rank. Run by make_sample.sh under msrun.
 """
 
-import numpy as np
-
 import mindspore as ms
+import numpy as np
 from mindspore import nn, ops
 from mindspore.communication import get_group_size, get_rank, init
 from mindspore.train import LossMonitor, Model
