@@ -49,8 +49,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerate_narrow_streams() -> None:
+    """On a stdout/stderr that is not UTF-8 (``PYTHONIOENCODING=latin-1``, a C locale), write what
+    cannot be encoded as ``?`` instead of dying mid-report with UnicodeEncodeError: findings quote
+    log lines and use marks (—, →, ×) that such streams cannot hold."""
+    for stream in (sys.stdout, sys.stderr):
+        enc = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if enc != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _tolerate_narrow_streams()
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
     if command is None:

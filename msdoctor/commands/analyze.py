@@ -55,8 +55,12 @@ def _collect(args: argparse.Namespace) -> tuple[Facts, dict[str, Any]]:
             if not data.traces:
                 raise InputError(f"{args.dir}: no readable trace_view.json to merge")
             con = pt.connect(args.memory_limit)
-            n = pt.merge_traces(con, data.traces, args.merge_trace)
-            con.close()
+            try:
+                n = pt.merge_traces(con, data.traces, args.merge_trace)
+            except (pt.duckdb.IOException, OSError) as exc:  # e.g. its folder does not exist
+                raise InputError(f"--merge-trace {args.merge_trace}: cannot write ({str(exc).splitlines()[0]})") from None
+            finally:
+                con.close()
             extra["merged_trace"] = {"path": str(args.merge_trace), "events": n, "ranks": len(data.traces)}
     if not any(facts.is_known(k) for k in ("profile.ranks", "profile.top_ops", "profile.comm_ops")):
         skipped = (facts.get_known("profile.files") or {}).get("skipped") or []
@@ -66,6 +70,8 @@ def _collect(args: argparse.Namespace) -> tuple[Facts, dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.top < 0:  # a negative slice would list all operators but the last ones
+        raise UsageError(f"--top must be 0 or more, got {args.top}")
     if args.facts is not None:
         facts = Facts.load(args.facts)
         extra: dict[str, Any] = {"replayed_from": str(args.facts)}
@@ -74,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         facts, extra = _collect(args)
     if args.dump_facts is not None:
-        args.dump_facts.write_bytes(facts.dumps())
+        facts.dump(args.dump_facts)
     rules = load_catalogue().select(source="profile", kind="check")
     ev = run_checks(rules, facts)
     if args.json:

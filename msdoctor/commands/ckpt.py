@@ -8,7 +8,6 @@ readable file is the reference and every other file is compared with it. Rules C
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from msdoctor.engine.facts import Facts
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
         facts = collect_checkpoints(args.paths)
     if args.dump_facts:
-        Path(args.dump_facts).write_bytes(facts.dumps())
+        facts.dump(args.dump_facts)
     rules = load_catalogue().select(source="checkpoint", kind="check")
     overrides = {r.id: {"tolerance": args.tolerance} for r in rules if args.tolerance is not None}
     ev = run_checks(rules, facts, overrides)

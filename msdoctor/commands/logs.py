@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from msdoctor.engine.catalogue import load_catalogue
@@ -126,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         facts, scan = collect(args.paths, catalogue, jobs=args.jobs, engine=args.engine)
     if args.dump_facts:
-        Path(args.dump_facts).write_bytes(facts.dumps())
+        facts.dump(args.dump_facts)
     ev = run_checks(catalogue.select(source="log", kind="check"), facts)
     correlation = [f for f in ev.findings if f.data.get("root_cause") or "reason" in f.data]
     others = [f for f in ev.findings if f not in correlation]

@@ -98,6 +98,14 @@ class Facts(Mapping[str, Any]):
     def dumps(self) -> bytes:
         return orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
 
+    def dump(self, path: str | Path) -> None:
+        """Write the snapshot for ``--dump-facts``; a path that cannot be written is the user's input
+        error (one line, exit 2), not a traceback after the whole collection ran."""
+        try:
+            Path(path).write_bytes(self.dumps())
+        except OSError as exc:
+            raise InputError(f"--dump-facts {path}: cannot write ({exc.strerror or exc})") from None
+
     @classmethod
     def from_json(cls, data: Any, origin: str = "snapshot") -> Facts:
         if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
@@ -130,4 +138,6 @@ class Facts(Mapping[str, Any]):
             raise InputError(f"{p}: is a directory, expected a facts JSON file") from None
         except orjson.JSONDecodeError as exc:
             raise InputError(f"{p}: not valid JSON ({exc})") from None
+        except OSError as exc:  # permission denied, a FIFO, an I/O error
+            raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
         return cls.from_json(data, str(p))
