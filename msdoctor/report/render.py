@@ -7,6 +7,7 @@ findings' severities (see :func:`exit_code`).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -65,6 +66,19 @@ def console() -> Any:
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
+
+
+def short_fix(fix: str) -> str:
+    """The fix's first line, completed to the end of its sentence and unwrapped: the rule files
+    hard-wrap at ~100 columns, so the bare first line stops mid-sentence ("… pin the training
+    processes to")."""
+    text = " ".join(fix.split())
+    first = " ".join((fix.strip().splitlines() or [""])[0].split())
+    end = _SENTENCE_END.search(text, len(first))
+    return text[: end.start()] if end else text
+
+
 def render_findings(
     findings: list[Finding],
     not_evaluated: list[NotEvaluated] | None = None,
@@ -97,7 +111,7 @@ def render_findings(
         if not verbose and len(f.evidence) > max_evidence:
             out.print(f"    [dim]… {len(f.evidence) - max_evidence} more (use -v)[/]")
         if f.fix:
-            out.print(f"    [green]fix:[/] {escape(f.fix.splitlines()[0] if not verbose else f.fix)}")
+            out.print(f"    [green]fix:[/] {escape(f.fix if verbose else short_fix(f.fix))}")
     if not_evaluated:
         out.print(f"[dim]{m['skip']} {len(not_evaluated)} rule(s) not evaluated (facts missing)[/]")
         if verbose:

@@ -25,3 +25,20 @@ def test_ascii_marks_survive_rich_markup(monkeypatch):
 def test_exit_code_follows_severity():
     assert exit_code([_finding(Severity.WARNING)]) == 0
     assert exit_code([_finding(Severity.WARNING), _finding(Severity.ERROR)]) == 1
+
+
+def test_fix_line_ends_at_a_sentence_end_not_at_the_wrapped_line_break():
+    # Rule files hard-wrap their text; the short form must not stop mid-sentence at the line break.
+    f = _finding(Severity.WARNING)
+    f.fix = ("Take the card out if it is degraded; pin the training processes to\n"
+             "their own cores (see `taskset`). Balance the data\nas well.\n")
+    buf = io.StringIO()
+    render_findings([f], out=Console(file=buf, width=300))
+    assert "fix: Take the card out if it is degraded; pin the training processes to their own cores (see `taskset`).\n" in buf.getvalue()
+    f.fix = "Fix what stopped that rank. Do not raise time-outs to paper over it.\nRaise them only for a slow host.\n"
+    buf = io.StringIO()
+    render_findings([f], out=Console(file=buf, width=300))  # the first line is whole sentences: kept as is
+    assert "fix: Fix what stopped that rank. Do not raise time-outs to paper over it.\n" in buf.getvalue()
+    buf = io.StringIO()
+    render_findings([f], out=Console(file=buf, width=300), verbose=True)
+    assert "Raise them only for a slow host" in buf.getvalue()  # -v: the whole fix
