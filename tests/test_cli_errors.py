@@ -26,7 +26,9 @@ def bad(tmp_path: Path) -> dict[str, Path]:
     (tmp_path / "empty").mkdir()
     (tmp_path / "garbage").write_bytes(bytes(range(256)) * 16)
     (tmp_path / "trunc.json").write_text('{"a": [1, 2')
-    return {"missing": tmp_path / "missing", "empty": tmp_path / "empty",
+    (tmp_path / "run" / "events").mkdir(parents=True)
+    (tmp_path / "run" / "events" / "rank_0.jsonl").write_text('{"t": 1, "rank": 0, "kind": "start"}\n')
+    return {"missing": tmp_path / "missing", "empty": tmp_path / "empty", "run": tmp_path / "run",
             "garbage": tmp_path / "garbage", "trunc": tmp_path / "trunc.json"}
 
 
@@ -78,6 +80,12 @@ def _one_line_exit_2(rc: int, out: str, err: str, *why: str) -> None:
         (("analyze", str(SAMPLES / "profiles" / "cpu_2rank"), "--merge-trace", "{missing}/t.json"), "--merge-trace"),
         (("ckpt", "--facts", str(FIXTURES / "CKPT601.fire.json"), "--dump-facts", "{missing}/f.json"), "cannot write"),
         (("analyze", str(SAMPLES / "profiles" / "cpu_2rank"), "--top", "-1"), "--top"),
+        (("monitor", "{missing}"), "no such run directory"),
+        (("monitor", "{garbage}"), "not a directory"),
+        (("monitor", "{empty}"), "no events/"),
+        (("monitor", "{run}", "--poll", "0"), "--poll"),
+        # under pytest stdout is captured, as in `msdoctor monitor RUN > file`: Textual would stream escapes
+        (("monitor", "{run}"), "not a terminal"),
     ],
 )
 def test_unreadable_input_is_one_line_exit_2(capsys, bad, argv, why):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from msdoctor.errors import InputError
+from msdoctor.errors import InputError, UsageError
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -15,10 +16,16 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise InputError(f"{run_dir}: not a directory (expected a run directory with events/)")
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: no such run directory")
     if not (run_dir / "events").is_dir():
         raise InputError(f"{run_dir}: no events/ folder (is this a msdoctor run directory?)")
+    if not args.poll > 0:
+        raise UsageError(f"--poll must be positive, got {args.poll}")
+    if not sys.stdout.isatty():  # piped or redirected, Textual would stream escape codes until killed
+        raise UsageError("stdout is not a terminal; for text use `msdoctor report RUN` or `msdoctor watch RUN --follow`")
     from msdoctor.tui.app import make_app
 
     make_app(run_dir, poll_s=args.poll).run()
