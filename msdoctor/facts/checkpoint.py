@@ -136,6 +136,9 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     reader = _read_safetensors if fmt == "safetensors" else _read_ckpt
     arrays: dict[str, np.ndarray] = {}
     try:
+        if path.stat().st_size == 0:  # MindSpore's own message for it blames 'filter_prefix'/'specify_prefix'
+            entry["error"] = "empty file (0 bytes)"
+            return entry, arrays
         for name, arr, dtype in reader(path):
             arrays[name] = arr
             entry["params"][name] = dict(_stats(arr), dtype=dtype)

@@ -61,7 +61,11 @@ def discover(paths: Sequence[str]) -> tuple[list[str], list[dict[str, Any]]]:
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
             for name in sorted(names):
                 if LOG_NAME_RE.search(name):
-                    files.append(os.path.join(root, name))
+                    path = os.path.join(root, name)
+                    if not os.path.isfile(path):  # a FIFO would block the reader forever; a dangling link holds nothing
+                        skipped.append({"file": path, "reason": "not a regular file"})
+                        continue
+                    files.append(path)
                     found += 1
         if not found:
             skipped.append({"file": str(p), "reason": "no log files in this folder"})

@@ -138,6 +138,14 @@ def test_garbage_file_only_is_reported_not_raised(tmp_path: Path) -> None:
     assert entry["error"] and entry["rank"] == 7 and facts.need("ckpt.groups") == {"": None}
 
 
+def test_empty_file_is_named_empty_not_a_filter_prefix_problem(tmp_path: Path) -> None:
+    empty = tmp_path / "rank_1" / "net.ckpt"
+    empty.parent.mkdir()
+    empty.write_bytes(b"")
+    (entry,) = collect_checkpoints([empty]).need("ckpt.files")
+    assert entry["error"].startswith("empty file (0 bytes)") and entry["rank"] == 1
+
+
 def test_rank_of() -> None:
     assert rank_of(Path("ckpt/rank_12/net.ckpt")) == 12
     assert rank_of(Path("out/net_rank3.ckpt")) == 3

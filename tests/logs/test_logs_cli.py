@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from tests.conftest import run_cli
 from tests.logs.conftest import SAMPLES
 
@@ -73,3 +75,15 @@ def test_facts_snapshot_round_trip_gives_the_same_verdict(tmp_path):
     assert replay.json()["timeline"] == first.json()["timeline"]
     both = run_cli("logs", str(SAMPLES / "hang"), "--facts", str(snap))
     assert both.rc == 2 and "one of them" in both.err
+
+
+def test_fifo_and_dangling_link_in_a_log_folder_are_skipped_not_read(tmp_path):
+    # Opening a FIFO blocks until a writer comes: before, `msdoctor logs DIR` hung forever on one.
+    (tmp_path / "worker_0.log").write_text("epoch: 1 step: 1, loss is 0.5\n")
+    os.mkfifo(tmp_path / "worker_1.log")
+    (tmp_path / "worker_2.log").symlink_to(tmp_path / "gone.log")
+    r = run_cli("logs", str(tmp_path), "--json", timeout=60)
+    assert r.rc == 0, r.err
+    skipped = {s["file"]: s["reason"] for s in r.json()["skipped"]}
+    assert skipped == {str(tmp_path / "worker_1.log"): "not a regular file",
+                       str(tmp_path / "worker_2.log"): "not a regular file"}
