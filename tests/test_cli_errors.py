@@ -80,6 +80,12 @@ def _one_line_exit_2(rc: int, out: str, err: str, *why: str) -> None:
         (("analyze", str(SAMPLES / "profiles" / "cpu_2rank"), "--merge-trace", "{missing}/t.json"), "--merge-trace"),
         (("ckpt", "--facts", str(FIXTURES / "CKPT601.fire.json"), "--dump-facts", "{missing}/f.json"), "cannot write"),
         (("analyze", str(SAMPLES / "profiles" / "cpu_2rank"), "--top", "-1"), "--top"),
+        # another command's snapshot: nothing the rules read, so not "no findings" and exit 0
+        (("analyze", "--facts", str(FIXTURES / "COMM501.fire.json")), "no profile.* facts"),
+        (("logs", "--facts", str(FIXTURES / "PERF301.fire.json")), "no logs.* facts"),
+        (("ckpt", "--facts", str(FIXTURES / "COMM201.fire.json")), "no ckpt.* facts"),
+        (("preflight", "--facts", str(FIXTURES / "CKPT601.fire.json")), "no host.*"),
+        (("preflight", "--compare", str(FIXTURES / "ENV101.fire.json"), str(FIXTURES / "PERF301.fire.json")), "PERF301"),
         (("monitor", "{missing}"), "no such run directory"),
         (("monitor", "{garbage}"), "not a directory"),
         (("monitor", "{empty}"), "no events/"),
@@ -109,6 +115,10 @@ def test_no_arguments_prints_usage_on_stderr_exit_2(capsys):
 @pytest.mark.parametrize(
     ("argv", "rc"),
     [
+        (("analyze", "--facts", str(FIXTURES / "PERF301.fire.json")), 0),
+        (("logs", "--facts", str(FIXTURES / "COMM501.fire.json")), 1),
+        (("ckpt", "--facts", str(FIXTURES / "CKPT601.fire.json")), 1),
+        (("preflight", "--facts", str(FIXTURES / "ENV101.fire.json")), 1),
         (("logs", str(SAMPLES / "logs" / "hang")), 1),
         (("analyze", str(SAMPLES / "profiles" / "gen_8rank")), 0),
         (("preflight", "--root", str(SAMPLES / "roots" / "cann-8.0rc2"),

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0:  # a negative slice would list all operators but the last ones
         raise UsageError(f"--top must be 0 or more, got {args.top}")
     if args.facts is not None:
-        facts = Facts.load(args.facts)
+        facts = Facts.load(args.facts, expect=("profile",))
         extra: dict[str, Any] = {"replayed_from": str(args.facts)}
     elif args.dir is None:
         raise InputError("give the profiler output folder (msdoctor analyze DIR) or --facts F")

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tolerance is not None and not args.tolerance >= 0:
         raise UsageError(f"--tolerance must be a number >= 0, got {args.tolerance}")
     if args.facts:
-        facts = Facts.load(args.facts)
+        facts = Facts.load(args.facts, expect=("ckpt",))
     elif not args.paths:
         raise UsageError("give checkpoint files or folders (or --facts F)")
     else:

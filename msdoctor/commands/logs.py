@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.paths) == bool(args.facts):
         raise UsageError("give log PATHs or --facts FILE (one of them)")
     if args.facts:  # replay: the verdict from the snapshot; signature findings need the logs themselves
-        facts = Facts.load(args.facts)
+        facts = Facts.load(args.facts, expect=("logs",))
         scan = LogScan(skipped=list(facts.get_known("logs.skipped") or []))
     else:
         facts, scan = collect(args.paths, catalogue, jobs=args.jobs, engine=args.engine)

@@ -196,11 +196,15 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
         out.print("[dim]-v shows the evidence, why each check was not evaluated and what every check took[/]")
 
 
+# What a preflight snapshot always holds (host.* at least); another command's snapshot holds none of these.
+SNAPSHOT_PREFIXES = ("host", "env", "pkg", "cann", "ascend", "ranktable", "net")
+
+
 def load_compare(paths: list[str]) -> Facts:
     nodes: dict[str, dict[str, Any]] = {}
     stems = [Path(p).stem for p in paths]
     for p, stem in zip(paths, stems, strict=True):
-        snap = Facts.load(p)
+        snap = Facts.load(p, expect=SNAPSHOT_PREFIXES)
         # Users name snapshots after their nodes; fall back to the path when two names collide.
         label = stem if stems.count(stem) == 1 else p
         nodes[label] = flatten(snap)
@@ -218,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
         facts = load_compare(args.compare)
         groups: tuple[Group, ...] = (COMPARE_GROUP,)
     elif args.facts:
-        facts = Facts.load(args.facts)
+        facts = Facts.load(args.facts, expect=SNAPSHOT_PREFIXES)
         groups = GROUPS
     else:
         groups = GROUPS

@@ -7,7 +7,7 @@ Collectors fill it and never judge; checks read it through :meth:`Facts.need`, w
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,9 @@ class Facts(Mapping[str, Any]):
         return facts
 
     @classmethod
-    def load(cls, path: str | Path) -> Facts:
+    def load(cls, path: str | Path, expect: Sequence[str] = ()) -> Facts:
+        """Read a snapshot. ``expect``: the fact prefixes the caller's rules read (e.g. ``("profile",)``);
+        a snapshot holding none of them (another command's) is an input error, not "no findings"."""
         p = Path(path)
         try:
             data = orjson.loads(p.read_bytes())
@@ -140,4 +142,8 @@ class Facts(Mapping[str, Any]):
             raise InputError(f"{p}: not valid JSON ({exc})") from None
         except OSError as exc:  # permission denied, a FIFO, an I/O error
             raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
-        return cls.from_json(data, str(p))
+        facts = cls.from_json(data, str(p))
+        if expect and not any(name.split(".", 1)[0] in expect for name in facts):
+            wanted = ", ".join(f"{e}.*" for e in expect)
+            raise InputError(f"{p}: no {wanted} facts in this snapshot (written by another command's --dump-facts?)")
+        return facts
