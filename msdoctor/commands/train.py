@@ -9,6 +9,7 @@ watchdogs' event streams are diagnosed. MindSpore is never imported in this proc
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shlex
 import shutil
@@ -82,6 +83,10 @@ def _validate(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
     if args.checksum_every < 1:
         raise UsageError(f"--checksum-every must be at least 1, got {args.checksum_every}")
+    if args.timeout is not None and not args.timeout > 0:  # else the job is launched and killed at once
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if args.collective_timeout < 1:
+        raise UsageError(f"--collective-timeout must be at least 1 s, got {args.collective_timeout}")
     try:
         injections = Injections(args.inject)
         injections.validate_world(args.workers)
@@ -110,8 +115,20 @@ def _validate(args: argparse.Namespace) -> tuple[Any, Any, Any]:
 def _run_dir(args: argparse.Namespace) -> Path:
     if args.run_dir:
         run = Path(args.run_dir)
+    elif args.resume:
+        raise UsageError("--resume needs the --run-dir of the run to continue")
     else:
-        run = Path("msdoctor-runs") / time.strftime("run-%Y%m%d-%H%M%S")
+        # The name has 1 s resolution: claim it with an exclusive mkdir so that two runs started in
+        # the same second (a script, a test loop) get run-…-2 instead of sharing or refusing one.
+        base = Path("msdoctor-runs") / time.strftime("run-%Y%m%d-%H%M%S")
+        base.parent.mkdir(parents=True, exist_ok=True)
+        for i in itertools.count(1):
+            run = base if i == 1 else base.with_name(f"{base.name}-{i}")
+            try:
+                run.mkdir()
+                break
+            except FileExistsError:
+                continue
     if run.exists() and not run.is_dir():
         raise InputError(f"{run}: exists and is not a directory")
     if (run / "run.json").exists() and not args.resume:

@@ -87,6 +87,9 @@ def test_train_validate_only_ok(cli):
         (["--config", "/nonexistent/cfg.toml"], "no such config file"),
         (["--profile", "5-2"], "START-STOP"),
         (["--save-every", "0"], "--save-every"),
+        # --validate-only: should the check go, these must not launch a job
+        (["--timeout", "-5", "--validate-only"], "--timeout must be positive"),
+        (["--collective-timeout", "0", "--validate-only"], "--collective-timeout must be at least 1"),
     ],
 )
 def test_train_bad_arguments_exit_2_with_one_line(cli, tmp_path, args, needle):
@@ -119,3 +122,27 @@ def test_train_bf16_config_on_cpu_is_refused(cli, tmp_path):
     cfg.write_text('[train]\ndtype = "bfloat16"\n')
     r = cli("train", "--config", str(cfg), "--validate-only", "--json")
     assert r.rc == 1 and [f["rule"] for f in r.json()["findings"]] == ["PAR411"]
+
+
+def test_default_run_dirs_started_in_the_same_second_do_not_collide(tmp_path, monkeypatch):
+    import argparse
+
+    from msdoctor.commands import train
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(train.time, "strftime", lambda fmt: "run-20261129-212718")
+    args = argparse.Namespace(run_dir=None, resume=False)
+    first = train._run_dir(args)
+    (first / "run.json").write_text("{}")  # the first run has started
+    second = train._run_dir(args)
+    third = train._run_dir(args)
+    assert [p.name for p in (first, second, third)] == ["run-20261129-212718", "run-20261129-212718-2",
+                                                         "run-20261129-212718-3"]
+    assert all((p / "events").is_dir() for p in (first, second, third))
+
+
+def test_resume_without_run_dir_is_a_usage_error(cli):
+    r = cli("train", "--resume", "--validate-only")
+    assert r.rc == 0  # validate-only never needs a run dir
+    r = cli("train", "--resume", "--steps", "1", "--corpus", "/nonexistent")
+    assert r.rc == 2 and "--resume needs the --run-dir" in r.err
