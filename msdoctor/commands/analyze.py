@@ -190,6 +190,16 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
             t.add_row(f"{x['src']}→{x['dst']}", x["transport"], escape(str(x["group_name"] or x["group"])),
                       f"{x['size_mb']:.1f}", f"{x['time_ms']:.1f}", f"{x['bandwidth_gbps']:.2f}")  # fmt: skip
         out.print(t)
+    cmp = facts.get_known("profile.compare") or {}
+    step = (cmp.get("phases") or {}).get("step_ms")
+    if step:  # say the comparison ran: without a regression (PERF305) nothing else would show it
+        n = cmp.get("ranks") or {}
+        src = escape(str(extra.get("baseline", "baseline"))) if extra else "baseline"
+        line = (f"baseline {src}: step {step['baseline']:.1f} ms → {step['current']:.1f} ms "
+                f"({step.get('ratio', 0):.2f}×), {n.get('baseline', '?')} → {n.get('current', '?')} rank(s)")
+        if n.get("baseline") != n.get("current"):
+            line += "; the rank counts differ, so the per-rank means compare different set-ups"
+        out.print(line)
     if extra and extra.get("merged_trace"):
         m = extra["merged_trace"]
         out.print(f"merged trace: {escape(m['path'])} ({m['events']} events, {m['ranks']} rank(s)); open it in ui.perfetto.dev")

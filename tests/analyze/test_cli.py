@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,14 @@ def test_baseline_option(tmp_path):
     assert res.rc == 0, res.err
     assert res.json()["compare"]["phases"]["step_ms"]["ratio"] == pytest.approx(1.0)
     assert "PERF305" in res.json()["passed"]
+
+
+def test_baseline_text_says_it_compared_even_without_a_regression():
+    same = run_cli("analyze", str(SAMPLES / "cpu_2rank"), "--baseline", str(SAMPLES / "cpu_2rank"), env={**os.environ, "COLUMNS": "200"})
+    assert same.rc == 0, same.err
+    assert f"baseline {SAMPLES / 'cpu_2rank'}: step 194.0 ms → 194.0 ms (1.00×), 2 → 2 rank(s)\n" in same.out
+    other = run_cli("analyze", str(SAMPLES / "cpu_2rank"), "--baseline", str(SAMPLES / "gen_8rank"), env={**os.environ, "COLUMNS": "200"})
+    assert "8 → 2 rank(s); the rank counts differ" in other.out
 
 
 def test_analyze_does_not_import_mindspore_or_textual():
