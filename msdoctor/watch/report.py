@@ -69,6 +69,11 @@ def diagnose_dir(run_dir: Path) -> tuple[Supervisor, list[Finding], list[NotEval
     if reason:
         skipped.append(reason)
     sup.poll(running=None)
+    if not any(st.last_seen_t is not None for st in sup.collector.ranks.values()):
+        # every line was garbage: "no findings" and exit 0 would pass off an unread run as a clean one
+        n = len(events.rank_files(run_dir))
+        raise InputError(f"{run_dir}: no readable event in {n} event file(s) "
+                         f"({sup.collector.skipped} unreadable line(s))")
     live, bad = read_live_findings(run_dir)
     if bad:
         skipped.append(f"{run_dir / FINDINGS_FILE}: {bad} unreadable line(s) skipped")
@@ -171,7 +176,9 @@ def render_extra(out: Any, report: dict[str, Any]) -> None:
     from rich.markup import escape
 
     if report.get("ranks"):
-        out.print("[bold]ranks[/]: " + ", ".join(f"{r['rank']} {r['status']} (step {r['last_step']})" for r in report["ranks"]))
+        out.print("[bold]ranks[/]: " + ", ".join(
+            f"{r['rank']} {r['status']} " + ("(no step)" if r["last_step"] is None else f"(step {r['last_step']})")
+            for r in report["ranks"]))
     if report.get("timeline"):
         out.print("[bold]timeline[/] (first anomaly per rank):")
         for row in report["timeline"]:

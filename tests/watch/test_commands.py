@@ -104,3 +104,24 @@ def test_watch_and_report_do_not_import_mindspore(finished_run):
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and '"NUM201"' in r.stdout, r.stderr
+
+
+def test_event_files_without_one_readable_line_are_exit_2_not_an_empty_report(cli, tmp_path):
+    # Before: "✓ no findings … ranks: 0 unknown (step None)" and exit 0 over a file of garbage.
+    run = tmp_path / "run"
+    (run / "events").mkdir(parents=True)
+    (run / "events" / "rank_0.jsonl").write_bytes(b"\x00\xff binary garbage\n[1, 2]\n" * 50)
+    for cmd in ("watch", "report"):
+        r = cli(cmd, str(run))
+        assert r.rc == 2 and r.out == "", (cmd, r.out, r.err)
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1 and "no readable event" in lines[0] and "100 unreadable" in lines[0], r.err
+
+
+def test_a_rank_without_a_step_is_shown_as_such_not_step_none(cli, tmp_path):
+    run = tmp_path / "run"
+    (run / "events").mkdir(parents=True)
+    (run / "events" / "rank_0.jsonl").write_text('{"t": 1.0, "rank": 0, "kind": "start", "world": 1}\n')
+    r = cli("report", str(run))
+    assert r.rc == 0, r.err
+    assert "ranks: 0 unknown (no step)" in r.out and "step None" not in r.out
