@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from msdoctor.errors import UsageError
 from msdoctor.report.render import console, exit_code, json_payload, print_json, render_findings
@@ -20,6 +23,24 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="with --follow: stop the ranks once a hung rank is named and its stack dumped")
     p.add_argument("--on-finding", metavar="CMD", help="shell command run with each new finding as JSON on stdin")
     p.add_argument("-v", "--verbose", action="store_true", help="all evidence, full fix text")
+
+
+def _carry_over(sup: Any) -> None:
+    """Attaching to a run that was supervised before (e.g. a finished ``msdoctor train`` run): keep
+    what that supervisor did, or rewriting RUN/supervisor.json would erase that it stopped the job
+    (then its killed ranks read as vanished), the stacks it asked for and when it named the hang."""
+    from msdoctor.facts.run import SUPERVISOR_FILE, load_supervisor_state
+
+    if load_supervisor_state(sup.collector) is not None:
+        return  # unreadable: the post-mortem reports it; nothing to carry
+    try:
+        prior = orjson.loads((sup.run_dir / SUPERVISOR_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if isinstance(prior, dict):
+        if isinstance(prior.get("hang_named_at"), (int, float)):
+            sup.hang_named_at = float(prior["hang_named_at"])
+        sup.actions[:0] = [a for a in prior.get("actions") or [] if isinstance(a, str)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             opts.printer = lambda f: render_findings([f], out=out, verbose=args.verbose)
         sup = Supervisor(args.run_dir, opts, write=True)
+        _carry_over(sup)
         sup.collector.poll()
         rc = supervise(args.run_dir, None, sup.collector.world or len(sup.collector.ranks), opts, sup=sup)
         findings, not_evaluated, skipped = sup.current(), sup.not_evaluated, []

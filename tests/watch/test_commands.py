@@ -125,3 +125,19 @@ def test_a_rank_without_a_step_is_shown_as_such_not_step_none(cli, tmp_path):
     r = cli("report", str(run))
     assert r.rc == 0, r.err
     assert "ranks: 0 unknown (no step)" in r.out and "step None" not in r.out
+
+
+def test_follow_on_a_finished_supervised_run_keeps_what_its_supervisor_did(cli, finished_run, tmp_path):
+    import json
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_run("clean"), run)
+    (run / "supervisor.json").write_text(json.dumps({
+        "stopped_by_supervisor": True, "stack_requested": {"1": 12.5}, "hang_named_at": 10.0,
+        "actions": ["stopped the job (ranks [0, 1]) after naming the hung rank"], "hook_errors": []}))
+    r = cli("watch", str(run), "--follow", "--timeout", "20", "--json")
+    assert r.rc in (0, 1), r.err
+    state = json.loads((run / "supervisor.json").read_text())
+    assert state["stopped_by_supervisor"] is True and state["stack_requested"] == {"1": 12.5}
+    assert state["hang_named_at"] == 10.0
+    assert state["actions"][0] == "stopped the job (ranks [0, 1]) after naming the hung rank"
