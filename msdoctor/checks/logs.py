@@ -191,9 +191,14 @@ def rank_stopped(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                 evidence.append(ev)
     if len(set(waiters)) > 3:
         chain.append(f"… and {len(set(waiters)) - 3} more rank(s) waited for rank {culprit}")
-    if v.get("missing"):
+    unreadable = [k for k in facts.get_known("logs.skipped") or [] if k.get("rank") == culprit]
+    if unreadable:
+        k = unreadable[0]
+        chain.append(f"rank {culprit}'s log {k.get('file')} could not be read ({k.get('reason')}): "
+                     f"its silence may be that file's, not the rank's — read it before blaming rank {culprit}")
+    elif v.get("missing"):
         chain.append(f"rank {culprit} has no log at all")
-    else:
+    if not v.get("missing"):
         chain.append(f"rank {culprit} logged no error; {_progress_words(cr)}")
         ev = _ev((cr or {}).get("progress"))
         if ev:

@@ -19,6 +19,7 @@ from msdoctor.engine.catalogue import Catalogue, load_catalogue
 from msdoctor.engine.evaluate import signature_set
 from msdoctor.engine.facts import Facts
 from msdoctor.errors import InputError
+from msdoctor.facts.logformats import rank_from_path
 from msdoctor.facts.logscan import ScanSpec, scan_files
 
 SOURCE = "logs"
@@ -234,7 +235,9 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     }, SOURCE)  # fmt: skip
     facts.set("logs.files", [{"file": s["path"], "rank": s.get("rank"), "rank_source": s.get("rank_source"),
                               "kind": s["kind"], "lines": s.get("lines"), "size": s.get("size")} for s in scans], SOURCE)  # fmt: skip
-    facts.set("logs.skipped", scan.skipped, SOURCE)
+    # A skipped file still says, by its name, whose log it was: a rank whose only log is unreadable is not
+    # "silent", and the verdict must say so rather than read its silence as a hang.
+    facts.set("logs.skipped", [dict(k, rank=rank_from_path(str(k.get("file", "")))[0]) for k in scan.skipped], SOURCE)
     return facts, scan
 
 

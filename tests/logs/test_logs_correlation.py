@@ -78,6 +78,17 @@ def test_missing_culprit_log_is_named(tmp_path, gen_cluster):
     assert "rank 5 has no log at all" in v.data["root_cause"]["chain"]
 
 
+def test_unreadable_culprit_log_is_not_called_missing_or_silent(tmp_path, gen_cluster):
+    info = gen_cluster.generate(tmp_path, ranks=16, culprit=5, noise=1)
+    (tmp_path / "node_0000" / "worker_5.log").write_bytes(os.urandom(8192))
+    facts, _, ev = _evaluate(str(tmp_path))
+    assert any(k["rank"] == 5 for k in facts["logs.skipped"])
+    (v,) = [f for f in ev.findings if f.rule == "COMM501"]
+    chain = " | ".join(v.data["root_cause"]["chain"])
+    assert v.rank == info["culprit"]
+    assert "rank 5's log" in chain and "could not be read" in chain and "has no log at all" not in chain
+
+
 def test_clock_skew_is_detected_and_does_not_change_the_verdict(tmp_path, gen_cluster):
     gen_cluster.generate(tmp_path, ranks=32, culprit=20, noise=1, skew_node=1, skew=-3600.0)
     _, _, ev = _evaluate(str(tmp_path))
