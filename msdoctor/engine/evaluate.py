@@ -10,7 +10,7 @@ from typing import Any
 
 from msdoctor.engine.catalogue import Catalogue, Rule
 from msdoctor.engine.facts import Facts, Missing
-from msdoctor.engine.model import Evidence, Finding, Hit, NotEvaluated, sort_findings
+from msdoctor.engine.model import Finding, Hit, NotEvaluated, sort_findings
 from msdoctor.errors import CatalogueError
 
 try:  # Python ≥ 3.11 keeps the regex parser private; the old public names warn.
@@ -194,26 +194,3 @@ class SignatureSet:
 
 def signature_set(catalogue: Catalogue) -> SignatureSet:
     return SignatureSet(catalogue.select(kind="signature"))
-
-
-def scan_text(
-    sigs: SignatureSet, lines: Iterable[str], file: str | None = None, rank: int | None = None
-) -> list[Finding]:
-    """Scan lines with every signature; repeated hits of one rule become one finding with a count."""
-    by_rule: dict[tuple[str, int | None], Finding] = {}
-    for lineno, line in enumerate(lines, 1):
-        for m in sigs.match(line):
-            key = (m.rule.id, rank)
-            if key in by_rule:
-                by_rule[key].count += 1
-                continue
-            by_rule[key] = finding_from_hit(
-                m.rule,
-                Hit(
-                    message=line.strip()[:400],
-                    evidence=(Evidence(text=line.strip()[:400], file=file, line=lineno),),
-                    rank=rank,
-                    data={"groups": m.groups} if m.groups else {},
-                ),
-            )
-    return sort_findings(list(by_rule.values()))

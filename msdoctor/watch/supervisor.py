@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,6 @@ class SuperviseOptions:
     series_every_s: float = 5.0  # the rules over whole step series run this often (the others every poll)
     hook_timeout_s: float = 30.0
     printer: Callable[[Finding], None] | None = None  # live output of new findings (msdoctor watch)
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 def _signature(f: Finding) -> tuple[Any, ...]:
