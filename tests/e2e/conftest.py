@@ -25,7 +25,9 @@ SCENARIOS: dict[str, list[str]] = {
     "shape": ["--workers", "2", "--steps", "2", "--collective-timeout", "5", "--inject", "shape"],
     "desync-layernorm": ["--workers", "2", "--steps", "5", "--inject", "desync-layernorm"],
     "seed-mismatch": ["--workers", "2", "--steps", "1", "--profile", "1-1", "--json", "--inject", "seed-mismatch"],
-    "straggler": ["--workers", "2", "--steps", "7", "--inject", "straggler:rank=1,ms=500"],
+    # 1 s, not 0.5 s: on a loaded 2-core host rank 0's own compute swelled to ~0.5 s and the 0.5 s sleep left
+    # its wait in the all-reduce within noise (a CI run failed on it); with 1 s the wait is ~1.0 s vs ~0.02 s
+    "straggler": ["--workers", "2", "--steps", "7", "--inject", "straggler:rank=1,ms=1000"],
     "data-stall": ["--workers", "2", "--steps", "5", "--inject", "data-stall:rank=1,ms=300"],
     # also exercises gradient accumulation (2 micro-batches of 4): step 1 must match "clean"
     "mem-leak": ["--workers", "2", "--steps", "7", "--config", "trainer/configs/tiny_accum2.toml",

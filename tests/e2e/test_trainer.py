@@ -165,7 +165,7 @@ def _median(run_dir, rank: int, field: str, first: int = 2) -> float:
 def test_straggler_computes_slower_and_its_peer_waits(train_run):
     run_dir, res = train_run("straggler")
     assert res.rc == 0, res.err[-3000:]
-    # rank 1 sleeps 500 ms inside its compute; rank 0 spends that time waiting in the all-reduce
+    # rank 1 sleeps 1 s inside its compute; rank 0 spends that time waiting in the all-reduce
     assert _median(run_dir, 1, "compute_time") >= 0.5
     assert _median(run_dir, 1, "compute_time") > _median(run_dir, 0, "compute_time") + 0.25
     assert _median(run_dir, 0, "comm_time") > _median(run_dir, 1, "comm_time") + 0.2
