@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from msdoctor.engine.facts import Facts, Missing
-from msdoctor.engine.model import Evidence, Hit
+from msdoctor.engine.model import Evidence, Hit, check_params
 
 # Hugging Face names LayerNorm and Embedding parameters differently from MindSpore's nn.LayerNorm
 # (gamma/beta) and nn.Embedding (embedding_table): seed §2.3, MindSpore's nn API.
@@ -46,6 +46,7 @@ def _rank(f: Mapping[str, Any]) -> int | None:
     return r if isinstance(r, int) else None
 
 
+@check_params(max_listed=int | None, tolerance=float | None)
 def replicas_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """Files that should be identical replicas hold different values for the same parameter."""
     tol = float(params.get("tolerance", 0.0))
@@ -81,6 +82,7 @@ def _hf_pairs(only_a: Iterable[str], only_b: Iterable[str]) -> list[tuple[str, s
     return pairs
 
 
+@check_params(max_listed=int | None)
 def names_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """Parameter names present in some files and missing in others (and the HF↔MindSpore naming pattern)."""
     top = int(params.get("max_listed", 5))
@@ -113,6 +115,7 @@ def names_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )  # fmt: skip
 
 
+@check_params(max_listed=int | None)
 def shapes_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """The same parameter name with another shape (a sharded slice vs the full tensor, or another model)."""
     top = int(params.get("max_listed", 5))
@@ -133,6 +136,7 @@ def shapes_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )
 
 
+@check_params()
 def unreadable(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """A checkpoint file that cannot be read (truncated, corrupt, not a checkpoint)."""
     for f in facts.need("ckpt.files"):
@@ -145,6 +149,7 @@ def unreadable(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
             )
 
 
+@check_params(max_listed=int | None)
 def nonfinite_values(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """Parameters holding NaN or Inf: the run diverged before this save."""
     top = int(params.get("max_listed", 5))

@@ -8,13 +8,12 @@ MindSpore is never imported (a test proves it).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from msdoctor.engine.catalogue import Rule, parse_rule, rules_root
+from msdoctor.engine.catalogue import Rule, load_catalogue
 from msdoctor.engine.evaluate import Evaluation, run_checks
 from msdoctor.engine.facts import Facts
 from msdoctor.engine.model import Finding, NotEvaluated, Severity, sort_findings
@@ -37,19 +36,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
 
 
-def _rules(ids: tuple[str, ...]) -> list[Rule]:
-    """Only the rule files preflight runs: parsing the whole catalogue (~180 files) would cost more
-    than all the collectors together."""
-    root = rules_root()
-    out = []
-    for rid in ids:
-        path = root / re.sub(r"\d+$", "", rid).lower() / f"{rid}.toml"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            raise UsageError(f"rule {rid} missing from the catalogue ({path})") from None
-        out.append(parse_rule(text, str(path), area_dir=path.parent.name))
-    return out
+def _rules(group: str) -> list[Rule]:
+    """The rules whose TOML names this preflight group: the catalogue alone decides what runs."""
+    return load_catalogue().select(preflight_group=group)
 
 
 def evaluate(facts: Facts, groups: tuple[Group, ...]) -> tuple[Evaluation, list[dict[str, Any]]]:
@@ -60,7 +49,7 @@ def evaluate(facts: Facts, groups: tuple[Group, ...]) -> tuple[Evaluation, list[
     for g in groups:
         ev = Evaluation()
         check_ms: dict[str, float] = {}
-        for rule in _rules(g.rules):
+        for rule in _rules(g.key):
             t = time.perf_counter()
             ev.extend(run_checks([rule], facts))
             check_ms[rule.id] = round((time.perf_counter() - t) * 1000, 3)
