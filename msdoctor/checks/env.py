@@ -488,3 +488,32 @@ def other_vars_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
             evidence=tuple(Evidence(text=f"{n}: {v}", fact=name) for n, v in per.items()),
             data={"fact": name, "values": per},
         )
+
+
+# -- MindSpore's own log variables ---------------------------------------------------------------
+
+# mindspore/log.py (2.10) `_get_env_config` strips each non-empty GLOG_* value and `_verify_config`
+# raises ValueError at `import mindspore` for a level outside 0-4, a GLOG_logtostderr other than 0/1,
+# and GLOG_logtostderr=0 without GLOG_log_dir (checked by running `import mindspore` with each).
+GLOG_LEVELS = ("0", "1", "2", "3", "4")
+
+
+@check_params()
+def glog_values(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """ENV111: GLOG_* values that make `import mindspore` raise ValueError on every rank."""
+    env: dict[str, str] = facts.need("env.vars")
+    value = {k: str(v).strip() for k, v in env.items() if k.startswith("GLOG_") and str(v).strip()}
+    for name in ("GLOG_v", "GLOG_stderrthreshold"):
+        if name in value and value[name] not in GLOG_LEVELS:
+            yield Hit(message=f"{name}={env[name]!r} is not a MindSpore log level (0 DEBUG … 4 CRITICAL): "
+                              "`import mindspore` raises ValueError: Incorrect log level",
+                      evidence=(Evidence(text=f"{name}={env[name]!r}", fact="env.vars"),), data={"variable": name})  # fmt: skip
+    console = value.get("GLOG_logtostderr")
+    if console is not None and console not in ("0", "1"):
+        yield Hit(message=f"GLOG_logtostderr={env['GLOG_logtostderr']!r} is neither 0 nor 1: `import mindspore` raises ValueError",
+                  evidence=(Evidence(text=f"GLOG_logtostderr={env['GLOG_logtostderr']!r}", fact="env.vars"),),
+                  data={"variable": "GLOG_logtostderr"})  # fmt: skip
+    elif console == "0" and "GLOG_log_dir" not in value:
+        yield Hit(message="GLOG_logtostderr=0 (log to files) without GLOG_log_dir: `import mindspore` raises ValueError",
+                  evidence=(Evidence(text="GLOG_logtostderr='0', GLOG_log_dir unset", fact="env.vars"),),
+                  data={"variable": "GLOG_log_dir"})  # fmt: skip
