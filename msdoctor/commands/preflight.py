@@ -8,6 +8,7 @@ MindSpore is never imported (a test proves it).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -121,6 +122,21 @@ def summary(group: str, f: Facts) -> str:
     return ""
 
 
+def not_evaluated_by_reason(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """(ids, reason) with the rules that share a reason named together (``RT101, RT102 …``)."""
+    by_reason: dict[str, list[str]] = {}
+    for n in rows:
+        # "ranktable.servers: no rank table …" and "ranktable.status: no rank table …" are one reason
+        fact, sep, why = n["reason"].partition(": ")
+        reason = why if sep and re.fullmatch(r"[\w.\-]+", fact) else n["reason"]
+        by_reason.setdefault(reason, []).append(n["rule"])
+    out = []
+    for reason, ids in by_reason.items():
+        named = ", ".join(ids) if len(ids) <= 3 else f"{ids[0]} … {ids[-1]} ({len(ids)} checks)"
+        out.append((named, reason))
+    return out
+
+
 _ASCII = str.maketrans({"—": "-", "–": "-", "−": "-", "…": "...", "≥": ">=", "≤": "<=", "×": "x", "↔": "<->",
                         "→": "->", "’": "'", "“": '"', "”": '"'})  # fmt: skip
 
@@ -169,9 +185,14 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
                         out.print(f"        [dim]evidence:[/] {escape(str(e))}")
             if hits and hits[0].fix:  # one fix per rule, however many offenders it named
                 out.print(f"      [green]fix:[/] {escape(' '.join(hits[0].fix.split()))}")
-        if verbose or g["status"] == "not_evaluated":
-            for n in g["not_evaluated"][: None if verbose else 1]:
+        if verbose:
+            for n in g["not_evaluated"]:
                 out.print(f"    [dim]{escape(m['skip'])} {n['rule']} not evaluated: {escape(n['reason'])}[/]")
+        else:  # a check that could not run is named with its reason, never only counted (issue 13)
+            for ids, reason in not_evaluated_by_reason(g["not_evaluated"]):
+                rule = load_catalogue().get(ids) if " " not in ids else None
+                what = f"{ids} ({rule.title})" if rule is not None else ids  # say which check, not only its id
+                out.print(f"    {escape(m['skip'])} {escape(what)} not evaluated: {escape(reason)}")
         if verbose:
             timing = ", ".join(f"{r} {v:.2f} ms" for r, v in g["check_ms"].items())
             out.print(f"    [dim]checks: {escape(timing)}[/]")
@@ -180,9 +201,15 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
     n_info = sum(1 for f in evaluation.findings if f.severity is Severity.INFO)
     line = (f"{n_err} error(s), {n_warn} warning(s), {n_info} info; {len(evaluation.passed)} check(s) passed, "
             f"{len(evaluation.not_evaluated)} not evaluated — {elapsed_ms / 1000:.2f} s")  # fmt: skip
-    out.print(f"[bold]{'No issues found' if not evaluation.findings else 'Doctor summary'}:[/] {escape(line)}")
-    if evaluation.not_evaluated and not verbose:
-        out.print("[dim]-v shows the evidence, why each check was not evaluated and what every check took[/]")
+    if evaluation.findings:
+        head = "Doctor summary"
+    elif evaluation.not_evaluated:  # not a clean bill of health: part of the checks could not run
+        head = f"Incomplete — no issues in what could be checked, {len(evaluation.not_evaluated)} check(s) could not run"
+    else:
+        head = "No issues found"
+    out.print(f"[bold]{escape(head)}:[/] {escape(line)}")
+    if not verbose:
+        out.print("[dim]-v shows the evidence and what every check took[/]")
 
 
 # What a preflight snapshot always holds (host.* at least); another command's snapshot holds none of these.
@@ -228,9 +255,15 @@ def run(args: argparse.Namespace) -> int:
     evaluation, group_rows = evaluate(facts, groups)
     elapsed = (time.perf_counter() - t0) * 1000
     if args.json:
+        coverage = {
+            "checks": len(evaluation.passed) + len({f.rule for f in evaluation.findings}) + len(evaluation.not_evaluated),
+            "evaluated": len(evaluation.passed) + len({f.rule for f in evaluation.findings}),
+            "not_evaluated": len(evaluation.not_evaluated),
+            "complete": not evaluation.not_evaluated,
+        }
         print_json(json_payload(
             "preflight", evaluation.findings, evaluation.not_evaluated, groups=group_rows,
-            passed=evaluation.passed, meta=facts.meta, elapsed_ms=round(elapsed, 2),
+            passed=evaluation.passed, coverage=coverage, meta=facts.meta, elapsed_ms=round(elapsed, 2),
         ))  # fmt: skip
     else:
         render_text(evaluation, group_rows, facts, args.verbose, elapsed)
