@@ -142,7 +142,9 @@ def render_findings(
 
     out = out or console()
     m = {k: escape(v) for k, v in marks().items()}  # "[x]" would otherwise be read as markup
-    if not findings:
+    if not findings and not_evaluated:  # not a clean bill of health: part of the rules could not run
+        out.print(f"{m['skip']} no findings in what could be checked; {len(not_evaluated)} rule(s) could not be evaluated")
+    elif not findings:
         out.print(f"[green]{m['ok']}[/] no findings")
     for f in findings:
         where = []
