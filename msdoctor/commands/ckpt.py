@@ -155,6 +155,7 @@ def _render(rows: list[dict[str, Any]], ev: Any, verbose: bool, covered: str) ->
         table.add_column(col)
     for r in rows:
         n = str(r["params"]) if r["present"] in (None, r["params"]) else f"{r['params']} of {r['present']}"
+        n = "-" if r["duplicate_of"] else n
         table.add_row(escape(r["path"]), "-" if r["rank"] is None else str(r["rank"]), n, escape(r["status"]))
     out.print(table)
     render_findings(ev.findings, ev.not_evaluated, out=out, verbose=verbose)

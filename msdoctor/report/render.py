@@ -165,7 +165,8 @@ def render_findings(
         if f.fix:
             out.print(f"    [green]fix:[/] {escape(f.fix if verbose else short_fix(f.fix))}")
     if not_evaluated:
-        out.print(f"[dim]{m['skip']} {len(not_evaluated)} rule(s) not evaluated (facts missing)[/]")
+        if findings:  # without findings the first line already said it
+            out.print(f"[dim]{m['skip']} {len(not_evaluated)} rule(s) not evaluated (facts missing)[/]")
         if verbose:
             for n in not_evaluated:
                 out.print(f"    [dim]{n.rule}: {escape(n.reason)}[/]")
