@@ -7,6 +7,7 @@ this test, which `msdoctor preflight` runs too.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import types
@@ -87,3 +88,19 @@ def test_a_new_rule_runs_by_adding_its_toml_and_function(
     host = next(g for g in out["groups"] if g["group"] == "host")
     assert "DATA199" in host["findings"], host
     assert any(f["rule"] == "DATA199" and f["message"] == "probe says hello" for f in out["findings"])
+
+
+def test_preflight_validates_the_params_of_the_rules_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = tmp_path / "rules"
+    shutil.copytree(cat.rules_root(), rules, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    text = (rules / "data" / "DATA101.toml").read_text(encoding="utf-8")
+    bad = re.sub(r"(?m)^min_soft = .*$", 'min_soft = "lots"', text)
+    assert bad != text
+    (rules / "data" / "DATA101.toml").write_text(bad, encoding="utf-8")
+    monkeypatch.setattr(cat, "rules_root", lambda: rules)
+    rc = main(["preflight", "--no-npu-smi", "--root", str(ROOTS / "good")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "DATA101.toml: field 'params.min_soft' must be integer, got 'lots'" in err
+    assert err.count("\n") == 1

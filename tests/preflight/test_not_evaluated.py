@@ -54,7 +54,8 @@ def test_summary_without_findings_but_with_unrun_checks_is_incomplete(capsys: py
     ev = Evaluation(passed=["ENV102"], not_evaluated=[NotEvaluated("ENV101", "pkg.mindspore.version: MindSpore is not installed")])
     group = {"group": "cann", "title": "CANN, driver and NPUs", "status": "ok", "summary": "CANN 8.5.0",
              "collect_ms": 1.0, "check_ms": {}, "findings": [], "passed": ["ENV102"],
-             "not_evaluated": [n.to_dict() for n in ev.not_evaluated]}  # fmt: skip
+             "not_evaluated": [n.to_dict() for n in ev.not_evaluated],
+             "titles": {"ENV101": "CANN version not accepted by the installed MindSpore"}}  # fmt: skip
     render_text(ev, [group], Facts(), verbose=False, elapsed_ms=5.0)
     out = capsys.readouterr().out
     assert "No issues found" not in out
