@@ -44,6 +44,7 @@ bench: install
 lint: install
 	$(VENV)/bin/ruff check msdoctor tests trainer bench samples
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from msdoctor.engine.facts import Facts
-from msdoctor.engine.model import Evidence, Hit
+from msdoctor.engine.model import Evidence, Hit, check_params
 
 
 def _ev(facts: Facts, *names: str) -> tuple[Evidence, ...]:
@@ -24,31 +24,37 @@ def _divides(facts: Facts, whole: str, part: str, what: str) -> Iterable[Hit]:
                   _ev(facts, whole, part), data={"whole": w, "part": p})
 
 
+@check_params()
 def heads_divisible_by_mp(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     yield from _divides(facts, "config.model.num_heads", "config.parallel.model_parallel",
                         "attention heads cannot be split evenly over the model-parallel ranks")
 
 
+@check_params()
 def layers_divisible_by_pp(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     yield from _divides(facts, "config.model.num_layers", "config.parallel.pipeline_stage",
                         "layers cannot be split evenly over the pipeline stages")
 
 
+@check_params()
 def hidden_divisible_by_heads(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     yield from _divides(facts, "config.model.hidden_size", "config.model.num_heads",
                         "the hidden size is not a whole number of heads")
 
 
+@check_params()
 def vocab_divisible_by_mp(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     yield from _divides(facts, "config.model.vocab_size", "config.parallel.model_parallel",
                         "the vocabulary-parallel embedding / LM head cannot be split evenly")
 
 
+@check_params()
 def ffn_divisible_by_mp(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     yield from _divides(facts, "config.model.ffn_hidden_size", "config.parallel.model_parallel",
                         "the MLP's column-parallel weight cannot be split evenly")
 
 
+@check_params()
 def micro_batches_cover_stages(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     pp, micro = facts.need("config.parallel.pipeline_stage"), facts.need("config.parallel.micro_batch_num")
     if pp > 1 and micro < pp:
@@ -58,6 +64,7 @@ def micro_batches_cover_stages(facts: Facts, params: Mapping[str, Any]) -> Itera
                   data={"pipeline_stage": pp, "micro_batch_num": micro})
 
 
+@check_params()
 def devices_match_world(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     dp, mp = facts.need("config.parallel.data_parallel"), facts.need("config.parallel.model_parallel")
     pp, world = facts.need("config.parallel.pipeline_stage"), facts.need("config.world_size")
@@ -69,6 +76,7 @@ def devices_match_world(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit
                   data={"product": dp * mp * pp, "world_size": world})
 
 
+@check_params()
 def batch_divisible(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     gbs, dp = facts.need("config.train.global_batch_size"), facts.need("config.parallel.data_parallel")
     micro, accum = facts.need("config.parallel.micro_batch_num"), facts.need("config.train.grad_accum")
@@ -81,6 +89,7 @@ def batch_divisible(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
                   data={"global_batch_size": gbs, "unit": unit})
 
 
+@check_params()
 def sharding_needs_device(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     backend = facts.need("config.backend")
     mp, pp = facts.need("config.parallel.model_parallel"), facts.need("config.parallel.pipeline_stage")
@@ -91,6 +100,7 @@ def sharding_needs_device(facts: Facts, params: Mapping[str, Any]) -> Iterable[H
                   data={"backend": backend})
 
 
+@check_params()
 def positive_sizes(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     names = [f"config.parallel.{n}" for n in ("data_parallel", "model_parallel", "pipeline_stage", "micro_batch_num")]
     names += ["config.model.num_heads", "config.model.num_layers", "config.train.global_batch_size",
@@ -101,6 +111,7 @@ def positive_sizes(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
             yield Hit(f"{n.split('.', 1)[1]} must be at least 1, got {v}", _ev(facts, n), data={"field": n})
 
 
+@check_params(cpu_dtypes=list | None)
 def dtype_supported_by_backend(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     backend, dtype = str(facts.need("config.backend")), str(facts.need("config.train.dtype"))
     allowed = params.get("cpu_dtypes", ["float32"])

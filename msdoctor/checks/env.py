@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from msdoctor.engine.facts import Facts, Missing
-from msdoctor.engine.model import Evidence, Hit
+from msdoctor.engine.model import Evidence, Hit, check_params
 
 # -- versions -----------------------------------------------------------------------------------
 
@@ -117,6 +117,7 @@ def cann_internal(facts: Facts) -> tuple[str, str, str]:
     raise AssertionError  # pragma: no cover
 
 
+@check_params()
 def cann_matches_mindspore(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV101: CANN's version.info major.minor is not in the list the MindSpore wheel accepts."""
     ms = _mindspore(facts)
@@ -149,6 +150,7 @@ def cann_matches_mindspore(facts: Facts, params: Mapping[str, Any]) -> Iterator[
     )
 
 
+@check_params()
 def cann_env_sourced(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV102: CANN is installed but set_env.sh was not sourced into the launch environment."""
     if facts.need("cann.installed") is False:
@@ -173,6 +175,7 @@ def cann_env_sourced(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )
 
 
+@check_params()
 def python_supported(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV103: the Python interpreter is outside the range MindSpore ships wheels for."""
     ms = _mindspore(facts)
@@ -200,6 +203,7 @@ def parse_requirement(req: str) -> tuple[str, str, str] | None:
     return re.sub(r"[-_.]+", "_", m.group(1)).lower(), m.group(2).strip(), (m.group(3) or "").strip()
 
 
+@check_params()
 def mindspore_requirements(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV104: an installed package violates the MindSpore wheel's own Requires-Dist (drift)."""
     ms = _mindspore(facts)
@@ -243,6 +247,7 @@ def mindspore_requirements(facts: Facts, params: Mapping[str, Any]) -> Iterator[
             )
 
 
+@check_params()
 def cann_python_deps(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV105: protobuf / numpy / Python outside what the installed CANN release documents."""
     marketing = facts.need("cann.toolkit.version")
@@ -262,6 +267,7 @@ def cann_python_deps(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
             )
 
 
+@check_params()
 def driver_matches_cann(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV106: the Ascend driver (HDK) is outside the range the CANN release notes support."""
     marketing = str(facts.need("cann.toolkit.version"))
@@ -302,6 +308,7 @@ def parse_visible(value: str | None) -> list[int] | None:
     return [int(p) for p in parts] if parts and all(p.isdigit() for p in parts) else None
 
 
+@check_params()
 def rank_variables(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV107: DEVICE_ID / RANK_ID / RANK_SIZE missing, malformed or inconsistent."""
     env: dict[str, str] = facts.need("env.vars")
@@ -348,6 +355,7 @@ def rank_variables(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         yield Hit(message=f"MS_WORKER_NUM={wn} differs from RANK_SIZE={size}", evidence=(ev("MS_WORKER_NUM"), ev("RANK_SIZE")))
 
 
+@check_params()
 def msrun_variables(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV108: msrun's dynamic-cluster variables malformed (role, scheduler port, worker count)."""
     env: dict[str, str] = facts.need("env.vars")
@@ -375,6 +383,7 @@ def msrun_variables(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
 GiB = 1024**3
 
 
+@check_params(min_bytes=int | None)
 def shm_size(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """MEM101: /dev/shm smaller than the data pipeline's shared-memory needs."""
     total = int(facts.need("host.shm.total_bytes"))
@@ -388,6 +397,7 @@ def shm_size(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )
 
 
+@check_params(min_soft=int | None)
 def open_files_limit(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """DATA101: the open-files soft limit is low for a training job."""
     soft = facts.need("host.nofile.soft")
@@ -401,6 +411,7 @@ def open_files_limit(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )
 
 
+@check_params(min_bytes=int | None)
 def ckpt_disk_free(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """MEM102: too little free disk where checkpoints will be written."""
     free = int(facts.need("host.disk.ckpt_free_bytes"))
@@ -413,6 +424,7 @@ def ckpt_disk_free(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )
 
 
+@check_params(default_workers=int | None)
 def dataset_workers_per_rank(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """DATA102: the ranks of one node share too few CPUs for each rank's default dataset workers."""
     cpus = int(facts.need("host.cpu_count"))
@@ -454,6 +466,7 @@ def differing(
     return out
 
 
+@check_params(prefixes=list | None)
 def versions_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV109: a version differs between nodes (HCCL reports EI0008 only after init)."""
     for name, per in differing(facts, tuple(params.get("prefixes", ("pkg.", "cann.", "ascend.", "host.python")))):
@@ -464,6 +477,7 @@ def versions_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )
 
 
+@check_params(exclude=list | None, prefixes=list | None)
 def other_vars_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """ENV110 (info): any other launch variable that differs between nodes (per-rank ones excluded)."""
     prefixes = tuple(params.get("prefixes", ("env.vars.",)))
@@ -474,3 +488,32 @@ def other_vars_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
             evidence=tuple(Evidence(text=f"{n}: {v}", fact=name) for n, v in per.items()),
             data={"fact": name, "values": per},
         )
+
+
+# -- MindSpore's own log variables ---------------------------------------------------------------
+
+# mindspore/log.py (2.10) `_get_env_config` strips each non-empty GLOG_* value and `_verify_config`
+# raises ValueError at `import mindspore` for a level outside 0-4, a GLOG_logtostderr other than 0/1,
+# and GLOG_logtostderr=0 without GLOG_log_dir (checked by running `import mindspore` with each).
+GLOG_LEVELS = ("0", "1", "2", "3", "4")
+
+
+@check_params()
+def glog_values(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """ENV111: GLOG_* values that make `import mindspore` raise ValueError on every rank."""
+    env: dict[str, str] = facts.need("env.vars")
+    value = {k: str(v).strip() for k, v in env.items() if k.startswith("GLOG_") and str(v).strip()}
+    for name in ("GLOG_v", "GLOG_stderrthreshold"):
+        if name in value and value[name] not in GLOG_LEVELS:
+            yield Hit(message=f"{name}={env[name]!r} is not a MindSpore log level (0 DEBUG … 4 CRITICAL): "
+                              "`import mindspore` raises ValueError: Incorrect log level",
+                      evidence=(Evidence(text=f"{name}={env[name]!r}", fact="env.vars"),), data={"variable": name})  # fmt: skip
+    console = value.get("GLOG_logtostderr")
+    if console is not None and console not in ("0", "1"):
+        yield Hit(message=f"GLOG_logtostderr={env['GLOG_logtostderr']!r} is neither 0 nor 1: `import mindspore` raises ValueError",
+                  evidence=(Evidence(text=f"GLOG_logtostderr={env['GLOG_logtostderr']!r}", fact="env.vars"),),
+                  data={"variable": "GLOG_logtostderr"})  # fmt: skip
+    elif console == "0" and "GLOG_log_dir" not in value:
+        yield Hit(message="GLOG_logtostderr=0 (log to files) without GLOG_log_dir: `import mindspore` raises ValueError",
+                  evidence=(Evidence(text="GLOG_logtostderr='0', GLOG_log_dir unset", fact="env.vars"),),
+                  data={"variable": "GLOG_log_dir"})  # fmt: skip

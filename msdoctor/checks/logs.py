@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from msdoctor.engine.facts import Facts
-from msdoctor.engine.model import Evidence, Hit
+from msdoctor.engine.model import Evidence, Hit, check_params
 from msdoctor.facts.logformats import parse_line
 
 Rank = dict[str, Any]
@@ -171,6 +171,7 @@ def _skew_words(v: Mapping[str, Any]) -> str:
             f"moment every rank joined the cluster before ordering.")  # fmt: skip
 
 
+@check_params(clock_skew_s=float)
 def rank_stopped(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM501: a rank stopped making progress (hung, died silently, or has no log) and others waited for it."""
     v = verdict(facts, params)
@@ -219,6 +220,7 @@ def rank_stopped(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                                    "chain": chain, "missing": bool(v.get("missing"))}})  # fmt: skip
 
 
+@check_params(clock_skew_s=float)
 def rank_failed_first(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM502: a rank failed with an error of its own before the others; theirs are consequences."""
     v = verdict(facts, params)
@@ -250,6 +252,7 @@ def rank_failed_first(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                                    "same_error": [int(r) for r in v["same"]], "chain": chain}})  # fmt: skip
 
 
+@check_params()
 def ranks_missing(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM503: the world size says N ranks, but some ranks left no log at all."""
     missing: list[int] = facts.need("logs.missing_ranks")
@@ -262,6 +265,7 @@ def ranks_missing(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
               data={"missing": missing[:1000]})  # fmt: skip
 
 
+@check_params(clock_skew_s=float, collective_timeout_s=float | None)
 def all_ranks_timed_out(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM504: every rank reports collective failures and none is behind: the network or a slow peer (§1K)."""
     v = verdict(facts, params)
@@ -286,6 +290,7 @@ def all_ranks_timed_out(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit
               data={"root_cause": None, "reason": msg, "ranks": v["consequences"][:1000]})
 
 
+@check_params(clock_skew_s=float | None)
 def clock_skew(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM505: the ranks' clocks disagree; cross-rank order uses aligned times."""
     offsets, spread = clock_offsets(facts, float(params.get("clock_skew_s", 10.0)))

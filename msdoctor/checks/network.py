@@ -8,7 +8,7 @@ from typing import Any
 
 from msdoctor.checks.env import differing
 from msdoctor.engine.facts import Facts, Missing
-from msdoctor.engine.model import Evidence, Hit
+from msdoctor.engine.model import Evidence, Hit, check_params
 
 
 def _env(facts: Facts) -> dict[str, str]:
@@ -24,6 +24,7 @@ def _num(v: str) -> int | None:
     return int(v) if re.fullmatch(r"\s*-?\d+\s*", v) else None
 
 
+@check_params(max=int | None, min=int | None)
 def connect_timeout(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM101: HCCL_CONNECT_TIMEOUT not an integer in [120, 7200] s."""
     env = _env(facts)
@@ -40,6 +41,7 @@ def connect_timeout(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         )
 
 
+@check_params(choices=dict | None, ranges=dict | None)
 def hccl_ranges(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM102: an HCCL variable outside its documented range / value set."""
     env = _env(facts)
@@ -65,6 +67,7 @@ def hccl_ranges(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   evidence=(_var(env, "HCCL_INTRA_PCIE_ENABLE"), _var(env, "HCCL_INTRA_ROCE_ENABLE")))  # fmt: skip
 
 
+@check_params()
 def whitelist(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM103: the trust list is enabled (HCCL_WHITELIST_DISABLE=0) without HCCL_WHITELIST_FILE."""
     env = _env(facts)
@@ -73,6 +76,7 @@ def whitelist(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   evidence=(_var(env, "HCCL_WHITELIST_DISABLE"), _var(env, "HCCL_WHITELIST_FILE")))  # fmt: skip
 
 
+@check_params(known=list | None)
 def unknown_hccl(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM104 (info): an HCCL_* variable that is not in the CANN variable reference."""
     env = _env(facts)
@@ -82,6 +86,7 @@ def unknown_hccl(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   evidence=(_var(env, name),), data={"variable": name})  # fmt: skip
 
 
+@check_params()
 def master_port(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM105: the msrun master port is taken on this host."""
     p: dict[str, Any] = facts.need("net.master_port")
@@ -134,6 +139,7 @@ def firewall_verdict(fw: dict[str, Any], port: int, proto: str) -> tuple[str, di
     return None
 
 
+@check_params(port=int | None)
 def roce_firewall(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM106: a host firewall rule drops UDP 4791 (RoCEv2)."""
     fw: dict[str, Any] = facts.need("net.firewall")
@@ -147,6 +153,7 @@ def roce_firewall(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   data={"port": port, "proto": "udp"})  # fmt: skip
 
 
+@check_params(default_master_port=int | None, hccl_base_port=int | None, hccl_port_count=int | None)
 def control_ports_firewall(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM107: the firewall drops the msrun master port or HCCL's host ports (TCP)."""
     fw: dict[str, Any] = facts.need("net.firewall")
@@ -171,6 +178,7 @@ def control_ports_firewall(facts: Facts, params: Mapping[str, Any]) -> Iterator[
                   data={"port": port, "what": what})  # fmt: skip
 
 
+@check_params(prefixes=list | None)
 def launch_vars_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM108: variables that must be identical on every node differ between snapshots."""
     prefixes = tuple(params.get("prefixes", ("env.vars.HCCL_", "env.vars.MS_SCHED_", "env.vars.MS_WORKER_NUM")))
@@ -180,6 +188,7 @@ def launch_vars_differ(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]
                   data={"fact": name, "values": per})  # fmt: skip
 
 
+@check_params()
 def hccl_host_ports(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """COMM110: HCCL's host ports are taken, or unreserved inside the kernel's ephemeral range."""
     if facts.need("cann.installed") is False:

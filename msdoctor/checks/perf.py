@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from msdoctor.engine.facts import Facts
-from msdoctor.engine.model import Evidence, Hit
+from msdoctor.engine.model import Evidence, Hit, check_params
 
 
 def _ev(text: str, fact: str) -> Evidence:
@@ -40,6 +40,7 @@ def _rank_line(r: Mapping[str, Any]) -> str:
             f"+ free {r['free_ms']:.1f} (comm {_pct(r['comm_ratio'])}, overlapped {r['comm_overlapped_ms']:.1f})")  # fmt: skip
 
 
+@check_params(ratio=float)
 def comm_exposed(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF301: communication not hidden by compute takes too much of the step."""
     ranks = facts.need("profile.ranks")
@@ -62,6 +63,7 @@ def comm_exposed(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     )
 
 
+@check_params(excess=float, min_ranks=int, min_wait_ms=float, pair_excess=float, z=float)
 def slow_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF302: a rank computes longer than its peers (robust z across ranks of its stage)."""
     ranks = facts.need("profile.ranks")
@@ -108,6 +110,7 @@ def _slow_of_two(ranks: list[dict[str, Any]], params: Mapping[str, Any]) -> Iter
     )
 
 
+@check_params(min_ms=float, ratio=float, z=float)
 def free_time(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF303: idle device time (host-bound) on a rank, or on all of them."""
     ranks = facts.need("profile.ranks")
@@ -133,6 +136,7 @@ def free_time(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         )
 
 
+@check_params(share=float)
 def dominant_op(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF304: one operator type takes most of the kernel time."""
     ops = facts.need("profile.top_ops")
@@ -148,6 +152,7 @@ def dominant_op(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     )
 
 
+@check_params(slower=float)
 def regression(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF305: this run is slower than the baseline; by phase and by op."""
     cmp = facts.need("profile.compare")
@@ -170,6 +175,7 @@ def regression(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     )
 
 
+@check_params()
 def profile_files(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF306: profiler files skipped (unknown format, unreadable) or recovered from truncation."""
     files = facts.need("profile.files")
@@ -186,6 +192,7 @@ def profile_files(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         )
 
 
+@check_params(ratio=float)
 def slow_link(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """COMM301: a link runs far below the bandwidth of its peers (communication matrix)."""
     links = [x for x in facts.need("profile.links") if x["size_mb"] > 0 and x["time_ms"] > 0]
@@ -217,6 +224,7 @@ def slow_link(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         )
 
 
+@check_params(min_excess_ms=float, min_steps=int, ratio=float, types=list)
 def comm_spikes(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """COMM302: a collective takes far longer in some steps than in its usual step (per rank)."""
     totals = facts.need("profile.comm_step_totals")
@@ -254,6 +262,7 @@ def comm_spikes(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         )
 
 
+@check_params(ratio=float, sendrecv_share=float)
 def stage_imbalance(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PAR301: pipeline stages with unequal compute, the others waiting in Send/Recv."""
     stages = facts.need("profile.stages")
@@ -281,6 +290,7 @@ def stage_imbalance(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     )
 
 
+@check_params(min_ms=float, share=float)
 def data_gaps(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """DATA301: the device idles at the start of steps waiting for the next batch."""
     gaps = facts.need("profile.data_gaps")

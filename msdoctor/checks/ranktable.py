@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from msdoctor.engine.facts import Facts, Missing
-from msdoctor.engine.model import Evidence, Hit
+from msdoctor.engine.model import Evidence, Hit, check_params
 
 
 def _where(s: dict[str, Any], d: dict[str, Any] | None = None) -> str:
@@ -46,6 +46,7 @@ def _devices(facts: Facts) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(s, d) for s in _servers(facts) for d in s["devices"]]
 
 
+@check_params()
 def readable(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT101: the rank table is not JSON (comments, truncation) or not a rank table at all."""
     error = facts.need("ranktable.error")
@@ -53,6 +54,7 @@ def readable(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         yield Hit(message=str(error), evidence=(Evidence(text=str(error), file=facts.get_known("ranktable.path")),))
 
 
+@check_params()
 def status_version(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT102: status must be "completed"; version "1.0" or "1.2" (1.2 iff SuperPoD fields)."""
     status, version = facts.need("ranktable.status"), facts.need("ranktable.version")
@@ -77,6 +79,7 @@ def status_version(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   evidence=(_ev('"version": "1.2"', facts, "ranktable.version"),))  # fmt: skip
 
 
+@check_params()
 def server_count(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT103: server_count must equal the number of entries in server_list."""
     raw = facts.need("ranktable.server_count")
@@ -88,6 +91,7 @@ def server_count(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   data={"server_count": raw, "servers": n})  # fmt: skip
 
 
+@check_params(max_len=int | None)
 def server_ids(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT104: server_id missing, duplicated, or 64 characters and longer."""
     servers = _servers(facts)
@@ -105,6 +109,7 @@ def server_ids(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                       evidence=(_ev(f"server_id {sid!r} at server_list{idx}", facts),), data={"server_id": sid, "servers": idx})  # fmt: skip
 
 
+@check_params()
 def server_id_ip(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT105 (info): server_id is a hostname, not an IP (valid, but not what MindCluster writes)."""
     for s in _servers(facts):
@@ -119,6 +124,7 @@ def server_id_ip(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                       evidence=(_ev(_where(s), facts),), data={"server_id": sid})  # fmt: skip
 
 
+@check_params(max_devices_per_server=int | None)
 def device_ids(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT106: device_id missing, not an integer, duplicated on a server, or out of range."""
     local = facts.get_known("ascend.devices") or []
@@ -141,6 +147,7 @@ def device_ids(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                           evidence=(_ev(_where(s), facts),), data={"device_id": i})  # fmt: skip
 
 
+@check_params()
 def rank_ids(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT107: rank_id missing, duplicated, or not 0…N−1 without gaps."""
     devs = _devices(facts)
@@ -165,6 +172,7 @@ def rank_ids(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   evidence=(_ev(f"rank_ids present: {sorted(where)}", facts),), data={"missing": gaps})  # fmt: skip
 
 
+@check_params()
 def device_ips(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT108: device_ip missing (multi-server), invalid, duplicated, or IPv4 mixed with IPv6."""
     servers = _servers(facts)
@@ -196,6 +204,7 @@ def device_ips(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   evidence=tuple(_ev(p, facts) for p in minority[:5]))  # fmt: skip
 
 
+@check_params()
 def rank_size(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT109: RANK_SIZE differs from the number of devices in the rank table."""
     env: dict[str, str] = facts.need("env.vars")
@@ -210,6 +219,7 @@ def rank_size(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                   data={"rank_size": env["RANK_SIZE"], "devices": n})  # fmt: skip
 
 
+@check_params()
 def super_pods(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT110: super_pod_list names a server_id that is not in server_list (schema 1.2)."""
     pods = facts.need("ranktable.super_pods")
@@ -223,6 +233,7 @@ def super_pods(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                           evidence=(_ev(f"super_pod_list: super_pod_id {p['super_pod_id']!r} server_id {sid!r}", facts),))  # fmt: skip
 
 
+@check_params()
 def visible_devices(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """RT111: the NPUs visible to the process (ASCEND_RT_VISIBLE_DEVICES) do not match the table."""
     from msdoctor.checks.env import parse_visible

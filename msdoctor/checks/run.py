@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from msdoctor.engine.facts import Facts, Missing
-from msdoctor.engine.model import Evidence, Hit
+from msdoctor.engine.model import Evidence, Hit, check_params
 from msdoctor.watch.stats import mad, median, sign_test_p, theil_sen
 from msdoctor.watch.watchdog import number as num
 
@@ -74,6 +74,7 @@ def _position(r: Mapping[str, Any]) -> tuple[int, int]:
     return (ps, PHASE_ORDER.get(phase, 2))
 
 
+@check_params(min_stall_s=float, slow_phase_stall_s=float, slow_phases=list, stall_steps=float, startup_stall_s=float)
 def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     ranks: dict[str, dict[str, Any]] = facts.need("run.ranks")
     now = float(facts.need("run.now"))
@@ -240,6 +241,7 @@ def _failed_at(ranks: Mapping[str, Any], exceptions: Mapping[str, Any], k: str) 
     return min(ts) if ts else None
 
 
+@check_params(grace_s=float, hung_s=float)
 def crashed_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     ranks: dict[str, dict[str, Any]] = facts.need("run.ranks")
     job = facts.get_known("run.job", {}) or {}
@@ -301,6 +303,7 @@ def classify(text: str) -> tuple[Any, str] | None:
     return None
 
 
+@check_params()
 def exception_raised(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     exceptions: dict[str, list[dict[str, Any]]] = facts.need("run.exceptions")
     for k, excs in sorted(exceptions.items(), key=lambda kv: int(kv[0])):
@@ -349,6 +352,7 @@ def _stopped_before(facts: Facts, k: str, e: Mapping[str, Any]) -> tuple[str, fl
 # -- NUM201 non-finite, NUM202 loss spike, NUM203 underflow / loss-scale collapse -----------------------
 
 
+@check_params()
 def nonfinite(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     firsts = []
     for k in facts.need("run.series"):
@@ -383,6 +387,7 @@ def nonfinite(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     )
 
 
+@check_params(k_mad=float, min_points=int, min_ratio=float, window=int)
 def loss_spike(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     w, k_mad, ratio = int(params["window"]), float(params["k_mad"]), float(params["min_ratio"])
     for k in sorted(facts.need("run.series"), key=int):
@@ -406,6 +411,7 @@ def loss_spike(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
             hist.append(x)
 
 
+@check_params(min_scale=float, min_steps=int, overflow_steps=int, scale_drop=float, zero_norm=float)
 def grad_underflow(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     tiny, run_n = float(params["zero_norm"]), int(params["min_steps"])
     for k in sorted(facts.need("run.series"), key=int):
@@ -492,6 +498,7 @@ def _checksum_steps(facts: Facts) -> tuple[dict[str, dict[str, Any]], list[str]]
     return cks, sorted(common, key=int)
 
 
+@check_params(rtol=float)
 def replica_divergence(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     cks, steps = _checksum_steps(facts)
     rtol = float(params["rtol"])
@@ -520,6 +527,7 @@ def replica_divergence(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]
             return
 
 
+@check_params(rtol=float)
 def replica_init_mismatch(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     cks, steps = _checksum_steps(facts)
     if not steps or int(steps[0]) != 0:
@@ -560,6 +568,7 @@ def _onset(steps: list[int], flags: list[bool], frac: float = 0.8) -> int | None
     return None
 
 
+@check_params(k_mad=float, min_excess_s=float, min_points=int, min_rel=float, noise_floor_s=float, sign_p=float, skip_steps=int, window=int)
 def straggler(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     series = facts.need("run.series")
     if len(series) < 2:
@@ -620,6 +629,7 @@ def straggler(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         )
 
 
+@check_params(min_points=int, min_share=float, min_wait_s=float, skip_steps=int, window=int)
 def data_stall(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     share_min, w = float(params["min_share"]), int(params["window"])
     for k in sorted(facts.need("run.series"), key=int):
@@ -646,6 +656,7 @@ def data_stall(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
 # -- MEM201 host memory growth ---------------------------------------------------------------------------
 
 
+@check_params(min_growth_mib=float, min_points=int, min_rel=float, min_steady=float, skip_steps=int)
 def memory_growth(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     host = facts.get_known("run.host_mem") or {}
     for k in sorted(facts.need("run.series"), key=int):

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from msdoctor.engine.catalogue import Rule, parse_rule, rules_root
+from msdoctor.engine.catalogue import Rule
 from msdoctor.engine.evaluate import Evaluation, run_checks
 from msdoctor.engine.facts import Facts
 from msdoctor.engine.model import Finding, NotEvaluated, Severity, sort_findings
@@ -37,18 +37,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
 
 
-def _rules(ids: tuple[str, ...]) -> list[Rule]:
-    """Only the rule files preflight runs: parsing the whole catalogue (~180 files) would cost more
-    than all the collectors together."""
-    root = rules_root()
-    out = []
-    for rid in ids:
-        path = root / re.sub(r"\d+$", "", rid).lower() / f"{rid}.toml"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            raise UsageError(f"rule {rid} missing from the catalogue ({path})") from None
-        out.append(parse_rule(text, str(path), area_dir=path.parent.name))
+def preflight_rules() -> dict[str, list[Rule]]:
+    """The rules whose TOML names a preflight group, by group: the catalogue alone decides what runs.
+
+    The catalogue is parsed without importing every check module (the live-run and log checks pull in
+    modules preflight never needs, ~3x the parse time); the parameters of the rules preflight runs are
+    validated here instead, so a bad one is still a catalogue error before anything runs."""
+    from msdoctor.engine import catalogue
+
+    out: dict[str, list[Rule]] = {}
+    for rule in catalogue.load_from(catalogue.rules_root(), check_params=False):
+        if rule.preflight_group:
+            catalogue.validate_params(rule)
+            out.setdefault(rule.preflight_group, []).append(rule)
     return out
 
 
@@ -57,10 +58,12 @@ def evaluate(facts: Facts, groups: tuple[Group, ...]) -> tuple[Evaluation, list[
     total = Evaluation()
     out: list[dict[str, Any]] = []
     collect_ms = (facts.meta or {}).get("collect_ms", {})
+    by_group = preflight_rules()
     for g in groups:
         ev = Evaluation()
         check_ms: dict[str, float] = {}
-        for rule in _rules(g.rules):
+        titles = {rule.id: rule.title for rule in by_group.get(g.key, [])}
+        for rule in by_group.get(g.key, []):
             t = time.perf_counter()
             ev.extend(run_checks([rule], facts))
             check_ms[rule.id] = round((time.perf_counter() - t) * 1000, 3)
@@ -78,7 +81,7 @@ def evaluate(facts: Facts, groups: tuple[Group, ...]) -> tuple[Evaluation, list[
             "group": g.key, "title": g.title, "status": status, "summary": summary(g.key, facts),
             "collect_ms": collect_ms.get(g.key), "check_ms": check_ms,
             "findings": [f.rule for f in sort_findings(ev.findings)], "passed": ev.passed,
-            "not_evaluated": [n.to_dict() for n in ev.not_evaluated],
+            "not_evaluated": [n.to_dict() for n in ev.not_evaluated], "titles": titles,
         })  # fmt: skip
         total.extend(ev)
     total.findings = sort_findings(total.findings)
@@ -132,6 +135,21 @@ def summary(group: str, f: Facts) -> str:
     return ""
 
 
+def not_evaluated_by_reason(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """(ids, reason) with the rules that share a reason named together (``RT101, RT102 …``)."""
+    by_reason: dict[str, list[str]] = {}
+    for n in rows:
+        # "ranktable.servers: no rank table …" and "ranktable.status: no rank table …" are one reason
+        fact, sep, why = n["reason"].partition(": ")
+        reason = why if sep and re.fullmatch(r"[\w.\-]+", fact) else n["reason"]
+        by_reason.setdefault(reason, []).append(n["rule"])
+    out = []
+    for reason, ids in by_reason.items():
+        named = ", ".join(ids) if len(ids) <= 3 else f"{ids[0]} … {ids[-1]} ({len(ids)} checks)"
+        out.append((named, reason))
+    return out
+
+
 _ASCII = str.maketrans({"—": "-", "–": "-", "−": "-", "…": "...", "≥": ">=", "≤": "<=", "×": "x", "↔": "<->",
                         "→": "->", "’": "'", "“": '"', "”": '"'})  # fmt: skip
 
@@ -180,9 +198,14 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
                         out.print(f"        [dim]evidence:[/] {escape(str(e))}")
             if hits and hits[0].fix:  # one fix per rule, however many offenders it named
                 out.print(f"      [green]fix:[/] {escape(' '.join(hits[0].fix.split()))}")
-        if verbose or g["status"] == "not_evaluated":
-            for n in g["not_evaluated"][: None if verbose else 1]:
+        if verbose:
+            for n in g["not_evaluated"]:
                 out.print(f"    [dim]{escape(m['skip'])} {n['rule']} not evaluated: {escape(n['reason'])}[/]")
+        else:  # a check that could not run is named with its reason, never only counted (issue 13)
+            for ids, reason in not_evaluated_by_reason(g["not_evaluated"]):
+                title = g.get("titles", {}).get(ids)
+                what = f"{ids} ({title})" if title else ids  # say which check, not only its id
+                out.print(f"    {escape(m['skip'])} {escape(what)} not evaluated: {escape(reason)}")
         if verbose:
             timing = ", ".join(f"{r} {v:.2f} ms" for r, v in g["check_ms"].items())
             out.print(f"    [dim]checks: {escape(timing)}[/]")
@@ -191,9 +214,15 @@ def render_text(evaluation: Evaluation, groups: list[dict[str, Any]], facts: Fac
     n_info = sum(1 for f in evaluation.findings if f.severity is Severity.INFO)
     line = (f"{n_err} error(s), {n_warn} warning(s), {n_info} info; {len(evaluation.passed)} check(s) passed, "
             f"{len(evaluation.not_evaluated)} not evaluated — {elapsed_ms / 1000:.2f} s")  # fmt: skip
-    out.print(f"[bold]{'No issues found' if not evaluation.findings else 'Doctor summary'}:[/] {escape(line)}")
-    if evaluation.not_evaluated and not verbose:
-        out.print("[dim]-v shows the evidence, why each check was not evaluated and what every check took[/]")
+    if evaluation.findings:
+        head = "Doctor summary"
+    elif evaluation.not_evaluated:  # not a clean bill of health: part of the checks could not run
+        head = f"Incomplete — no issues in what could be checked, {len(evaluation.not_evaluated)} check(s) could not run"
+    else:
+        head = "No issues found"
+    out.print(f"[bold]{escape(head)}:[/] {escape(line)}")
+    if not verbose:
+        out.print("[dim]-v shows the evidence and what every check took[/]")
 
 
 # What a preflight snapshot always holds (host.* at least); another command's snapshot holds none of these.
@@ -239,9 +268,15 @@ def run(args: argparse.Namespace) -> int:
     evaluation, group_rows = evaluate(facts, groups)
     elapsed = (time.perf_counter() - t0) * 1000
     if args.json:
+        coverage = {
+            "checks": len(evaluation.passed) + len({f.rule for f in evaluation.findings}) + len(evaluation.not_evaluated),
+            "evaluated": len(evaluation.passed) + len({f.rule for f in evaluation.findings}),
+            "not_evaluated": len(evaluation.not_evaluated),
+            "complete": not evaluation.not_evaluated,
+        }
         print_json(json_payload(
             "preflight", evaluation.findings, evaluation.not_evaluated, groups=group_rows,
-            passed=evaluation.passed, meta=facts.meta, elapsed_ms=round(elapsed, 2),
+            passed=evaluation.passed, coverage=coverage, meta=facts.meta, elapsed_ms=round(elapsed, 2),
         ))  # fmt: skip
     else:
         render_text(evaluation, group_rows, facts, args.verbose, elapsed)

@@ -2,20 +2,31 @@
 
 Loading is explicit and lazy (nothing registers itself on import). A malformed file raises
 :class:`CatalogueError` naming the file and the field.
+
+The catalogue drives what runs: a rule says which ``msdoctor preflight`` group runs it
+(``preflight_group``) and whether the live supervisor evaluates it on every poll (``every_poll``), so
+adding a rule is its TOML, its fixtures and (for a check rule) its function, never a list edit
+elsewhere. A rule is retired by turning its file into a tombstone (``status = "retired"``, ``retired``
+saying why, optionally ``replaced_by``): the id stays taken forever. When the whole catalogue loads,
+every check rule's ``[params]`` is validated against what its function declares
+(:func:`msdoctor.engine.model.check_params`).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import tomllib
-from collections.abc import Iterable, Iterator
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from msdoctor.engine.model import Severity
+from msdoctor.engine.facts import Facts
+from msdoctor.engine.model import Hit, Severity
 from msdoctor.errors import CatalogueError
 
 AREAS: dict[str, str] = {
@@ -34,6 +45,12 @@ ROLES = ("root", "consequence", "progress", "info")
 ID_RE = re.compile(r"^(ENV|RT|COMM|PAR|MEM|NUM|DATA|CKPT|PERF)\d{3}$")
 TEXT_FIELDS = ("title", "detects", "cause", "confirm", "fix", "example")
 CHECK_RE = re.compile(r"^[a-z_]+\.[a-z_][a-z0-9_]*$")
+# The groups `msdoctor preflight` prints one line for, in order (their titles live with the collectors).
+PREFLIGHT_GROUPS = ("host", "packages", "cann", "env", "ranktable", "network", "compare")
+STATUSES = ("active", "retired")
+TOMBSTONE_FIELDS = {"id", "area", "status", "title", "retired", "replaced_by"}
+
+CheckFn = Callable[[Facts, Mapping[str, Any]], Iterable[Hit]]
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,8 @@ class Rule:
     role: str = "root"
     seed: str | None = None
     seed_correction: str | None = None
+    preflight_group: str | None = None
+    every_poll: bool = False
 
     @property
     def kind(self) -> str:
@@ -99,7 +118,27 @@ class Rule:
             d["seed"] = self.seed
         if self.seed_correction:
             d["seed_correction"] = self.seed_correction
+        if self.preflight_group:
+            d["preflight_group"] = self.preflight_group
+        if self.every_poll:
+            d["every_poll"] = True
         return d
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A retired rule: its id is never reused; ``explain`` can still say what it was and why it went."""
+
+    id: str
+    area: str
+    title: str
+    retired: str
+    path: str
+    replaced_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "status": "retired", "title": self.title, "retired": self.retired,
+                "replaced_by": self.replaced_by}  # fmt: skip
 
 
 def _field(doc: dict[str, Any], name: str, path: str, kind: type | tuple[type, ...] = str) -> Any:
@@ -114,6 +153,14 @@ def _field(doc: dict[str, Any], name: str, path: str, kind: type | tuple[type, .
 
 
 def parse_rule(text: str, path: str, area_dir: str | None = None) -> Rule:
+    """One active rule; a tombstone here is an error (use :func:`parse_document`)."""
+    entry = parse_document(text, path, area_dir)
+    if isinstance(entry, Tombstone):
+        raise CatalogueError(f"{path}: rule {entry.id} is retired ({entry.retired})")
+    return entry
+
+
+def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | Tombstone:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -126,6 +173,18 @@ def parse_rule(text: str, path: str, area_dir: str | None = None) -> Rule:
         raise CatalogueError(f"{path}: field 'area' {area!r} must be one of {sorted(AREAS)} and prefix the id")
     if area_dir is not None and area_dir.upper() != area:
         raise CatalogueError(f"{path}: field 'area' {area!r} does not match its folder {area_dir!r}")
+    status = doc.get("status", "active")
+    if status not in STATUSES:
+        raise CatalogueError(f"{path}: field 'status' must be one of {STATUSES}, got {status!r}")
+    if status == "retired":
+        extra = sorted(set(doc) - TOMBSTONE_FIELDS)
+        if extra:
+            raise CatalogueError(f"{path}: unknown field '{extra[0]}' (a retired rule keeps only {sorted(TOMBSTONE_FIELDS)})")
+        replaced = doc.get("replaced_by")
+        if replaced is not None and (not isinstance(replaced, str) or not ID_RE.match(replaced)):
+            raise CatalogueError(f"{path}: field 'replaced_by' must be a rule id")
+        return Tombstone(id=rid, area=area, title=_field(doc, "title", path), retired=_field(doc, "retired", path),
+                         path=path, replaced_by=replaced)  # fmt: skip
     sev = _field(doc, "severity", path)
     try:
         severity = Severity(sev)
@@ -169,9 +228,22 @@ def parse_rule(text: str, path: str, area_dir: str | None = None) -> Rule:
     params = doc.get("params", {})
     if not isinstance(params, dict):
         raise CatalogueError(f"{path}: field 'params' must be a table")
+    if params and not check:
+        raise CatalogueError(f"{path}: field 'params' is only for a check rule")
+    group = doc.get("preflight_group")
+    if group is not None:
+        if group not in PREFLIGHT_GROUPS:
+            raise CatalogueError(f"{path}: field 'preflight_group' must be one of {PREFLIGHT_GROUPS}, got {group!r}")
+        if not check or source not in ("env", "ranktable"):
+            raise CatalogueError(f"{path}: field 'preflight_group' is for check rules of source env or ranktable")
+    every_poll = doc.get("every_poll", False)
+    if not isinstance(every_poll, bool):
+        raise CatalogueError(f"{path}: field 'every_poll' must be true or false")
+    if every_poll and (not check or source != "run"):
+        raise CatalogueError(f"{path}: field 'every_poll' is for check rules of source run")
     known = set(TEXT_FIELDS) | {
         "id", "area", "severity", "references", "role", "signatures", "check", "source", "params",
-        "seed", "seed_correction",
+        "seed", "seed_correction", "status", "preflight_group", "every_poll",
     }  # fmt: skip
     extra = sorted(set(doc) - known)
     if extra:
@@ -189,17 +261,95 @@ def parse_rule(text: str, path: str, area_dir: str | None = None) -> Rule:
         role=role,
         seed=doc.get("seed"),
         seed_correction=doc.get("seed_correction"),
+        preflight_group=group,
+        every_poll=every_poll,
         **texts,
     )
 
 
+def resolve_check(name: str) -> CheckFn:
+    """``env.cann_matches`` → ``msdoctor.checks.env.cann_matches`` (imported on demand: the engine
+    names its plugins, it does not import them statically)."""
+    module_name, _, func = name.partition(".")
+    try:
+        module = importlib.import_module(f"msdoctor.checks.{module_name}")
+    except ImportError as exc:
+        raise CatalogueError(f"check {name!r}: module msdoctor.checks.{module_name} not importable ({exc})") from None
+    fn = getattr(module, func, None)
+    if not callable(fn):
+        raise CatalogueError(f"check {name!r}: no function {func} in msdoctor.checks.{module_name}")
+    return fn  # type: ignore[no-any-return]
+
+
+def _type_name(t: Any) -> str:
+    if isinstance(t, types.UnionType):
+        return " or ".join(_type_name(a) for a in t.__args__ if a is not type(None))
+    return {float: "number", int: "integer", str: "string", bool: "true/false", list: "array", dict: "table"}.get(
+        t, getattr(t, "__name__", str(t))
+    )
+
+
+def _accepts(t: Any, value: Any) -> bool:
+    options = t.__args__ if isinstance(t, types.UnionType) else (t,)
+    for o in options:
+        if o is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if o is int and isinstance(value, bool):
+            continue
+        if o is not type(None) and isinstance(value, o):
+            return True
+    return False
+
+
+def validate_params(rule: Rule, fn: CheckFn | None = None) -> None:
+    """The rule's ``[params]`` against what its check declares: an unknown name, a required name
+    missing, or a value of another type is a :class:`CatalogueError` naming the file and the field."""
+    if rule.check is None:
+        return
+    fn = fn or resolve_check(rule.check)
+    declared: Mapping[str, Any] | None = getattr(fn, "params", None)
+    if declared is None:
+        raise CatalogueError(f"{rule.path}: check {rule.check} declares no parameters (decorate it with @check_params)")
+    for name, value in rule.params.items():
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise CatalogueError(f"{rule.path}: unknown field 'params.{name}' (check {rule.check} takes: {known})")
+        if not _accepts(declared[name], value):
+            raise CatalogueError(
+                f"{rule.path}: field 'params.{name}' must be {_type_name(declared[name])}, got {value!r}"
+            )
+    for name, t in declared.items():
+        optional = isinstance(t, types.UnionType) and type(None) in t.__args__
+        if not optional and name not in rule.params:
+            raise CatalogueError(f"{rule.path}: missing field 'params.{name}' (check {rule.check} needs it)")
+
+
 class Catalogue:
-    def __init__(self, rules: Iterable[Rule]) -> None:
+    def __init__(self, rules: Iterable[Rule], tombstones: Iterable[Tombstone] = ()) -> None:
         self._rules: dict[str, Rule] = {}
-        for r in rules:
-            if r.id in self._rules:
-                raise CatalogueError(f"{r.path}: id {r.id} already used by {self._rules[r.id].path}")
-            self._rules[r.id] = r
+        self._tombstones: dict[str, Tombstone] = {}
+        entries: list[Rule | Tombstone] = [*rules, *tombstones]
+        for r in entries:
+            taken: Rule | Tombstone | None = self._rules.get(r.id) or self._tombstones.get(r.id)
+            if taken is not None:
+                if isinstance(r, Tombstone) or isinstance(taken, Tombstone):
+                    tomb, other = (r, taken) if isinstance(r, Tombstone) else (taken, r)
+                    raise CatalogueError(f"{other.path}: id {r.id} is retired ({tomb.path}): a retired id is never reused")
+                raise CatalogueError(f"{r.path}: id {r.id} already used by {taken.path}")
+            if isinstance(r, Tombstone):
+                self._tombstones[r.id] = r
+            else:
+                self._rules[r.id] = r
+        for t in self._tombstones.values():
+            if t.replaced_by is not None and t.replaced_by not in self._rules:
+                raise CatalogueError(f"{t.path}: field 'replaced_by' {t.replaced_by!r} is not an active rule")
+
+    @property
+    def tombstones(self) -> list[Tombstone]:
+        return sorted(self._tombstones.values(), key=lambda t: t.id)
+
+    def retired(self, rid: str) -> Tombstone | None:
+        return self._tombstones.get(rid.upper())
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(sorted(self._rules.values(), key=lambda r: r.id))
@@ -214,7 +364,13 @@ class Catalogue:
         return self._rules.get(rid.upper())
 
     def select(
-        self, *, area: str | None = None, source: str | Iterable[str] | None = None, kind: str | None = None
+        self,
+        *,
+        area: str | None = None,
+        source: str | Iterable[str] | None = None,
+        kind: str | None = None,
+        preflight_group: str | None = None,
+        every_poll: bool | None = None,
     ) -> list[Rule]:
         sources = {source} if isinstance(source, str) else set(source) if source else None
         return [
@@ -223,6 +379,8 @@ class Catalogue:
             if (area is None or r.area == area.upper())
             and (sources is None or r.source in sources)
             and (kind is None or r.kind == kind)
+            and (preflight_group is None or r.preflight_group == preflight_group)
+            and (every_poll is None or r.every_poll == every_poll)
         ]
 
 
@@ -231,20 +389,28 @@ def rules_root() -> Path:
     return Path(str(resources.files("msdoctor_rules")))
 
 
-def load_from(root: Path) -> Catalogue:
+def load_from(root: Path, *, check_params: bool = True) -> Catalogue:
+    """Every rule file under ``root``; with ``check_params`` each check rule's parameters are validated
+    against its function's declaration (importing the check modules, none of which imports MindSpore)."""
     if not root.is_dir():
         raise CatalogueError(f"{root}: rule catalogue folder not found")
-    rules = []
+    rules: list[Rule] = []
+    tombstones: list[Tombstone] = []
     for path in sorted(root.glob("*/*.toml")):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise CatalogueError(f"{path}: cannot be read ({exc})") from None
-        rule = parse_rule(text, str(path), area_dir=path.parent.name)
-        if rule.id != path.stem:
-            raise CatalogueError(f"{path}: field 'id' {rule.id!r} does not match the file name")
-        rules.append(rule)
-    return Catalogue(rules)
+        entry = parse_document(text, str(path), area_dir=path.parent.name)
+        if entry.id != path.stem:
+            raise CatalogueError(f"{path}: field 'id' {entry.id!r} does not match the file name")
+        if isinstance(entry, Tombstone):
+            tombstones.append(entry)
+        else:
+            if check_params:
+                validate_params(entry)
+            rules.append(entry)
+    return Catalogue(rules, tombstones)
 
 
 @cache

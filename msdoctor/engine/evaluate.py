@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from msdoctor.engine.catalogue import Catalogue, Rule
+from msdoctor.engine.catalogue import Catalogue, CheckFn, Rule, resolve_check
 from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Finding, Hit, NotEvaluated, sort_findings
-from msdoctor.errors import CatalogueError
 
 try:  # Python ≥ 3.11 keeps the regex parser private; the old public names warn.
     from re import _constants as sre_constants  # type: ignore[attr-defined]
@@ -20,7 +18,7 @@ except ImportError:  # pragma: no cover
     import sre_constants  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
-CheckFn = Callable[[Facts, Mapping[str, Any]], Iterable[Hit]]
+__all__ = ["CheckFn", "Evaluation", "SignatureSet", "resolve_check", "run_checks", "signature_set"]
 _DIGITS = re.compile(r"\d+")
 
 
@@ -34,19 +32,6 @@ class Evaluation:
         self.findings.extend(other.findings)
         self.not_evaluated.extend(other.not_evaluated)
         self.passed.extend(other.passed)
-
-
-def resolve_check(name: str) -> CheckFn:
-    """``env.cann_matches`` → ``msdoctor.checks.env.cann_matches`` (imported on demand)."""
-    module_name, _, func = name.partition(".")
-    try:
-        module = importlib.import_module(f"msdoctor.checks.{module_name}")
-    except ImportError as exc:
-        raise CatalogueError(f"check {name!r}: module msdoctor.checks.{module_name} not importable ({exc})") from None
-    fn = getattr(module, func, None)
-    if not callable(fn):
-        raise CatalogueError(f"check {name!r}: no function {func} in msdoctor.checks.{module_name}")
-    return fn  # type: ignore[no-any-return]
 
 
 def finding_from_hit(rule: Rule, hit: Hit) -> Finding:
@@ -67,7 +52,9 @@ def finding_from_hit(rule: Rule, hit: Hit) -> Finding:
 def run_checks(rules: Iterable[Rule], facts: Facts, params: Mapping[str, Mapping[str, Any]] | None = None) -> Evaluation:
     """Evaluate check rules; a rule whose facts are missing is *not evaluated*, never passed.
 
-    ``params`` overrides a rule's thresholds by rule id (e.g. from a command-line option).
+    ``params`` overrides a rule's thresholds by rule id (e.g. from a command-line option). A check that
+    raises anything but ``Missing`` (a bug, or facts of an unexpected shape) is *not evaluated* too,
+    with the error named: one broken check never takes the command down nor hides the other rules.
     """
     ev = Evaluation()
     for rule in rules:
@@ -81,6 +68,14 @@ def run_checks(rules: Iterable[Rule], facts: Facts, params: Mapping[str, Mapping
             hits = list(fn(facts, p))
         except Missing as miss:
             ev.not_evaluated.append(NotEvaluated(rule.id, f"{miss.name}: {miss.reason}"))
+            continue
+        except Exception as exc:  # noqa: BLE001 — reported, never a traceback (issue 10)
+            import traceback
+
+            tb = traceback.extract_tb(exc.__traceback__)[-1:]  # the innermost frame points at the bug
+            where = f" (at {tb[0].filename.rsplit('/', 1)[-1]}:{tb[0].lineno})" if tb else ""
+            reason = f"check {rule.check} failed: {type(exc).__name__}: {exc}{where}"
+            ev.not_evaluated.append(NotEvaluated(rule.id, reason))
             continue
         if hits:
             ev.findings.extend(finding_from_hit(rule, h) for h in hits)

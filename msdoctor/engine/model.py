@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_params(**declared: Any) -> Callable[[F], F]:
+    """Declare the ``[params]`` a check function reads and their types (``float``, ``int``, ``str``,
+    ``list``, ``dict``; ``T | None`` when the check has a default). The catalogue validates every rule
+    against this when it loads. Nothing is registered: the function only carries the declaration."""
+
+    def mark(fn: F) -> F:
+        fn.params = dict(declared)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
 
 
 class Severity(StrEnum):

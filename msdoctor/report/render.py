@@ -10,7 +10,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any, cast
 
 import orjson
 
@@ -57,10 +57,60 @@ def print_json(payload: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+# Layout width for tables and markdown when stdout is not a terminal and COLUMNS is unset: wide enough
+# that no path in a table is cut, while text itself is never hard-wrapped (soft wrap), as ruff and
+# pytest do when piped.
+PIPE_WIDTH = 4096
+
+
+class _TrimmedLines:
+    """A text stream that drops the spaces rich pads lines with up to the layout width (tables, code
+    blocks), so that a wide layout width costs nothing in piped output."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.pending = ""  # trailing spaces held back until we know whether a newline follows
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        text = self.pending + text
+        body = text.rstrip(" ")
+        self.pending = text[len(body) :]
+        self.stream.write(re.sub(r" +\n", "\n", body))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def console_width(environ: Any = None, isatty: bool | None = None) -> int | None:
+    """The width text is laid out to: None lets rich measure the terminal; a pipe gets ``COLUMNS`` or
+    :data:`PIPE_WIDTH`."""
+    environ = os.environ if environ is None else environ
+    if isatty is None:
+        isatty = sys.stdout.isatty()
+    cols = str(environ.get("COLUMNS", "")).strip()
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    return None if isatty else PIPE_WIDTH
+
+
 def console() -> Any:
+    """A rich Console for stdout: on a terminal it wraps at the terminal's width (or ``COLUMNS``); on a
+    pipe or file it never hard-wraps a line (paths and log lines stay whole and greppable), and
+    ``COLUMNS`` still sets the width of tables."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    if sys.stdout.isatty():
+        return Console(highlight=False, soft_wrap=False, width=console_width(isatty=True))
+    return Console(file=cast(IO[str], _TrimmedLines(sys.stdout)), highlight=False, soft_wrap=True,
+                   width=console_width(isatty=False))  # fmt: skip
 
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -92,7 +142,9 @@ def render_findings(
 
     out = out or console()
     m = {k: escape(v) for k, v in marks().items()}  # "[x]" would otherwise be read as markup
-    if not findings:
+    if not findings and not_evaluated:  # not a clean bill of health: part of the rules could not run
+        out.print(f"{m['skip']} no findings in what could be checked; {len(not_evaluated)} rule(s) could not be evaluated")
+    elif not findings:
         out.print(f"[green]{m['ok']}[/] no findings")
     for f in findings:
         where = []
@@ -107,13 +159,14 @@ def render_findings(
         if f.message and f.message != f.title:
             out.print(f"    {escape(f.message)}")
         for e in f.evidence[: (None if verbose else max_evidence)]:
-            out.print(f"    [dim]evidence:[/] {escape(str(e))}")
+            out.print(f"    [dim]evidence:[/] {escape(str(e))}", soft_wrap=True)  # a quoted log line stays whole
         if not verbose and len(f.evidence) > max_evidence:
             out.print(f"    [dim]… {len(f.evidence) - max_evidence} more (use -v)[/]")
         if f.fix:
             out.print(f"    [green]fix:[/] {escape(f.fix if verbose else short_fix(f.fix))}")
     if not_evaluated:
-        out.print(f"[dim]{m['skip']} {len(not_evaluated)} rule(s) not evaluated (facts missing)[/]")
+        if findings:  # without findings the first line already said it
+            out.print(f"[dim]{m['skip']} {len(not_evaluated)} rule(s) not evaluated (facts missing)[/]")
         if verbose:
             for n in not_evaluated:
                 out.print(f"    [dim]{n.rule}: {escape(n.reason)}[/]")

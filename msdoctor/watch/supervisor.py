@@ -37,7 +37,6 @@ FINDINGS_FILE = "findings.jsonl"
 HANG_RULE = "COMM201"
 # evaluated at every poll: a hang, a death, an exception, the first NaN must be named within seconds;
 # the rules that scan whole series (spikes, stragglers, memory slope…) run every ``series_every_s``
-EVERY_POLL = frozenset({"COMM201", "COMM202", "COMM203", "NUM201"})
 
 
 @dataclass
@@ -89,7 +88,7 @@ class Supervisor:
         now = time.time() if running else None
         facts = self.collector.facts(now=now, running=running)
         full = not running or time.monotonic() - self._series_at >= self.opts.series_every_s
-        rules = self.rules if full else [r for r in self.rules if r.id in EVERY_POLL]
+        rules = self.rules if full else [r for r in self.rules if r.every_poll]
         if full:
             self._series_at = time.monotonic()
         ev = run_checks(rules, facts)

@@ -49,3 +49,39 @@ def build_checkpoints(root: Path) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def ckpts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_checkpoints(tmp_path_factory.mktemp("ckpt"))
+
+
+def build_replicas(root: Path) -> dict[str, Path]:
+    """A 16-tensor net (4 Dense + 4 LayerNorm) saved as two identical replicas, one whose LayerNorm
+    gamma drifted, the first half of a replica (MindSpore 2.10 loads 8 of its 16 tensors silently) and
+    its first 60 % (cut inside a tensor)."""
+    import mindspore as ms
+    from mindspore import nn
+
+    ms.set_device("CPU")
+    ms.set_seed(2)
+    cells: list[nn.Cell] = []
+    for _ in range(4):
+        cells += [nn.Dense(8, 8), nn.LayerNorm((8,))]
+    net = nn.SequentialCell(cells)
+    root.mkdir(parents=True, exist_ok=True)
+    full = root / "full.ckpt"
+    ms.save_checkpoint(net, str(full))
+    params = {p.name: p.asnumpy() for p in net.get_parameters()}
+    drift = dict(params)
+    drift["3.gamma"] = params["3.gamma"] + 1e-3
+    drifted = root / "drift.ckpt"
+    ms.save_checkpoint([{"name": n, "data": ms.Tensor(v)} for n, v in drift.items()], str(drifted))
+    half = root / "half.ckpt"
+    data = full.read_bytes()
+    half.write_bytes(data[: len(data) // 2])  # equal-sized halves: the cut falls between two tensors
+    cut = root / "cut.ckpt"
+    cut.write_bytes(data[: len(data) * 3 // 5])  # inside a tensor record
+    safet = root / "full.safetensors"
+    ms.save_checkpoint(net, str(safet), format="safetensors")
+    return {"full": full, "drift": drifted, "half": half, "cut": cut, "safetensors": safet}
+
+
+@pytest.fixture(scope="session")
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_replicas(tmp_path_factory.mktemp("replicas"))

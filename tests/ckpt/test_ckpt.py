@@ -61,8 +61,9 @@ def test_shape_difference(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[
 def test_truncated_file_is_a_finding_and_the_rest_is_compared(ckpts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     code, out = ckpt_json(capsys, str(ckpts["trunc"]), str(ckpts["rank0"]), str(ckpts["drift"]))
     assert code == 1
-    (bad,) = [f for f in out["findings"] if f["rule"] == "CKPT604"]
-    assert bad["rank"] == 3 and "corrupted" in bad["message"]
+    (bad,) = [f for f in out["findings"] if f["rule"] == "CKPT606"]  # cut short: not merely "unreadable"
+    assert bad["rank"] == 3 and "the file is cut" in bad["message"] and "corrupted" in bad["message"]
+    assert "CKPT604" not in rules_of(out)
     assert out["groups"] == {"": str(ckpts["rank0"])}  # the first *readable* file is the reference
     assert "CKPT601" in rules_of(out)
 

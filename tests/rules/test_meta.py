@@ -95,3 +95,52 @@ def test_meta_checks_catch_bad_rules() -> None:
     trivial = re.sub(r"example = '''.*?'''", "example = '''\nerror\n'''", base, flags=re.S)
     with pytest.raises(AssertionError, match="too short"):
         test_example_is_not_trivial(parse_rule(trivial, "PAR001.toml"))
+
+
+# -- rule lifecycle: a rule id is never reused (ruff's habit) ----------------------------------------
+
+
+def _git(*args: str) -> str | None:
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def id_violations(ever: set[str], ever_retired: set[str], active: set[str], retired: set[str]) -> list[str]:
+    """What breaks the lifecycle: an id that was ever issued but has no file now (its tombstone was
+    deleted, so it could be issued again), and a retired id brought back to life."""
+    out = [f"{rid}: issued once, now neither a rule nor a tombstone (retire it, never delete it)"
+           for rid in sorted(ever - active - retired)]  # fmt: skip
+    out += [f"{rid}: retired once, active again (a retired id is never reused)" for rid in sorted(ever_retired & active)]
+    return out
+
+
+def test_retired_ids_are_never_reused() -> None:
+    added = _git("log", "--format=", "--name-only", "--diff-filter=A", "--", "rules")
+    if added is None:
+        pytest.skip("not a git checkout: the rule history is not available")
+    ever = {Path(p).stem for p in added.split() if re.fullmatch(r"rules/\w+/[A-Z]+\d{3}\.toml", p)}
+    ever_retired: set[str] = set()
+    for commit in (_git("log", "--format=%H", "-G", '^status = "retired"', "--", "rules") or "").split():
+        for path in (_git("show", "--format=", "--name-only", commit, "--", "rules") or "").split():
+            text = _git("show", f"{commit}:{path}") or ""
+            if re.search(r'^status = "retired"', text, re.M):
+                ever_retired.add(Path(path).stem)
+    active = {r.id for r in CATALOGUE}
+    retired = {t.id for t in CATALOGUE.tombstones}
+    assert ever, "no rule file in the git history: the check would be vacuous"
+    assert not id_violations(ever, ever_retired, active, retired)
+
+
+def test_id_lifecycle_check_is_not_vacuous() -> None:
+    assert id_violations({"ENV101", "ENV997"}, set(), {"ENV101"}, set()) == [
+        "ENV997: issued once, now neither a rule nor a tombstone (retire it, never delete it)"
+    ]
+    assert id_violations({"ENV997"}, {"ENV997"}, {"ENV997"}, set()) == [
+        "ENV997: retired once, active again (a retired id is never reused)"
+    ]
+    assert not id_violations({"ENV997"}, {"ENV997"}, set(), {"ENV997"})
