@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 
@@ -41,6 +42,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Diagnose distributed MindSpore training: find the fault, name the rank and the evidence.",
     )
     parser.add_argument("--version", action="version", version=f"msdoctor {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error (a bug), show the traceback instead of one line (exit 3)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in _available().items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -61,6 +64,9 @@ def _tolerate_narrow_streams() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug anywhere on the line: an internal error shows its traceback instead of one line.
+    debug = "--debug" in argv or os.environ.get("MSDOCTOR_DEBUG") == "1"
+    argv = [a for a in argv if a != "--debug"]
     _tolerate_narrow_streams()
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
@@ -83,6 +89,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except RecursionError:
+        if debug:
+            raise
+        print(f"msdoctor {args.command}: input nested too deeply to be read (RecursionError)", file=sys.stderr)
+        return int(ExitCode.INPUT)
+    except Exception as exc:  # a bug: one line that says so, the trace with --debug, its own exit code
+        if debug:
+            raise
+        where = _where(exc)
+        print(f"msdoctor {args.command}: internal error (a bug in msdoctor, not in your input's diagnosis): "
+              f"{type(exc).__name__}: {exc}{where}; rerun with --debug for the traceback", file=sys.stderr)
+        return int(ExitCode.INTERNAL)
+
+
+def _where(exc: BaseException) -> str:
+    """`` at file.py:123`` — the innermost frame of msdoctor's own code in the traceback."""
+    tb = exc.__traceback__
+    last = ""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if "msdoctor" in name:
+            last = f" at {os.path.basename(name)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return last
 
 
 if __name__ == "__main__":
