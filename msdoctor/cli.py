@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from msdoctor import __version__
 from msdoctor.errors import ExitCode, MsDoctorError
+from msdoctor.safeio import printable
 
 # name -> (module, one-line help). Order is the order of `msdoctor --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -82,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(module.run(args))
     except MsDoctorError as err:
-        print(f"msdoctor {args.command}: {err}", file=sys.stderr)
+        print(f"msdoctor {args.command}: {printable(str(err))}", file=sys.stderr)
         return int(err.exit_code)
     except KeyboardInterrupt:
         print(f"msdoctor {args.command}: interrupted", file=sys.stderr)
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         where = _where(exc)
         print(f"msdoctor {args.command}: internal error (a bug in msdoctor, not in your input's diagnosis): "
-              f"{type(exc).__name__}: {exc}{where}; rerun with --debug for the traceback", file=sys.stderr)
+              f"{type(exc).__name__}: {printable(str(exc))}{where}; rerun with --debug for the traceback", file=sys.stderr)
         return int(ExitCode.INTERNAL)
 
 

@@ -109,8 +109,13 @@ class Facts(Mapping[str, Any]):
     def from_json(cls, data: Any, origin: str = "snapshot") -> Facts:
         if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
             raise InputError(f"{origin}: not an msdoctor facts snapshot (expected format {SNAPSHOT_FORMAT!r})")
+        from msdoctor.engine.factschema import validate
+
         facts = cls()
-        facts.meta = dict(data.get("meta") or {})
+        meta = data.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise InputError(f"{origin}: 'meta' must be an object")
+        facts.meta = dict(meta)
         raw = data.get("facts")
         if not isinstance(raw, dict):
             raise InputError(f"{origin}: 'facts' must be an object")
@@ -118,9 +123,14 @@ class Facts(Mapping[str, Any]):
             if not isinstance(entry, dict):
                 raise InputError(f"{origin}: fact {name!r} must be an object")
             src = entry.get("source", "")
+            if not isinstance(src, str):
+                raise InputError(f"{origin}: fact {name!r}: 'source' must be a string")
             if "unknown" in entry:
                 facts.set(name, Unknown(str(entry["unknown"]), src), src)
             elif "value" in entry:
+                problem = validate(name, entry["value"])
+                if problem:
+                    raise InputError(f"{origin}: fact {problem} (not a snapshot msdoctor wrote, or edited by hand)")
                 facts.set(name, entry["value"], src)
             else:
                 raise InputError(f"{origin}: fact {name!r} has neither 'value' nor 'unknown'")

@@ -15,8 +15,8 @@ from typing import Any
 
 from msdoctor.engine.facts import Facts
 from msdoctor.errors import InputError
-from msdoctor.safeio import MiB, not_regular, read_input
 from msdoctor.facts.system import under
+from msdoctor.safeio import MiB, not_regular, read_input
 
 FACTS = ("ranktable.status", "ranktable.version", "ranktable.server_count", "ranktable.servers",
          "ranktable.super_pods")  # fmt: skip
