@@ -6,8 +6,8 @@ a check. The shapes are learnt from real snapshots (the rule fixtures, and the c
 the bundled samples) by ``python -m msdoctor.schemagen --write`` and kept in
 ``msdoctor/data/facts_schema.json``; a test fails when a fixture does not fit the recorded shapes.
 
-Validation is lenient where real snapshots vary: ``null`` fits everywhere, integers and floats are one
-kind, a mapping may carry keys the schema does not know, and a fact the schema does not know is
+Validation is lenient where real snapshots vary: ``null`` fits where a real snapshot had one, integers
+and floats are one kind, a mapping may carry keys the schema does not know, and a fact the schema does not know is
 accepted as it is (a newer msdoctor's fact).
 """
 
@@ -63,7 +63,7 @@ def learn(v: Any, into: Shape | None = None) -> Shape:
             d = s.setdefault("dict", {})
             for key, item in v.items():
                 d[str(key)] = learn(item, d.get(str(key)))
-    elif k != "null":
+    else:
         kinds = set(s.get("t", []))
         kinds.add(k)
         s["t"] = sorted(kinds)
@@ -89,7 +89,7 @@ def _merge(a: Shape | None, b: Shape) -> Shape:
 def check(v: Any, s: Shape, path: str) -> str | None:
     """Where ``v`` does not fit ``s`` (``path: expected …, got …``), or None."""
     k = _kind(v)
-    if k == "null" or not s:
+    if not s:
         return None
     if k == "list":
         if "list" not in s:
@@ -124,7 +124,7 @@ def _describe(s: Shape) -> str:
     kinds = list(s.get("t", []))
     kinds += ["a list"] if "list" in s else []
     kinds += ["a mapping"] if ("dict" in s or "map" in s) else []
-    names = {"num": "a number", "str": "a string", "bool": "true/false"}
+    names = {"num": "a number", "str": "a string", "bool": "true/false", "null": "null"}
     return " or ".join(names.get(x, x) for x in kinds) or "nothing"
 
 
