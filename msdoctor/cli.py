@@ -95,13 +95,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"msdoctor {args.command}: input nested too deeply to be read (RecursionError)", file=sys.stderr)
         return int(ExitCode.INPUT)
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc) or debug:
+            return _internal(args.command, exc, debug)
+        # Python refuses int() of 4,300+ digits (a guard against quadratic conversion): such a number in
+        # the input (a rank table, an env file, a snapshot) is the input's fault, not a bug.
+        print(f"msdoctor {args.command}: the input holds a number too long to be read "
+              f"({printable(str(exc)).split(':')[-1].split(';')[0].strip()})", file=sys.stderr)
+        return int(ExitCode.INPUT)
     except Exception as exc:  # a bug: one line that says so, the trace with --debug, its own exit code
-        if debug:
-            raise
-        where = _where(exc)
-        print(f"msdoctor {args.command}: internal error (a bug in msdoctor, not in your input's diagnosis): "
-              f"{type(exc).__name__}: {printable(str(exc))}{where}; rerun with --debug for the traceback", file=sys.stderr)
-        return int(ExitCode.INTERNAL)
+        return _internal(args.command, exc, debug)
+
+
+def _internal(command: str, exc: Exception, debug: bool) -> int:
+    """A bug: one line that says so, the trace with --debug, its own exit code."""
+    if debug:
+        raise exc
+    print(f"msdoctor {command}: internal error (a bug in msdoctor, not in your input's diagnosis): "
+          f"{type(exc).__name__}: {printable(str(exc))}{_where(exc)}; rerun with --debug for the traceback",
+          file=sys.stderr)
+    return int(ExitCode.INTERNAL)
 
 
 def _where(exc: BaseException) -> str:
