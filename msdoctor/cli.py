@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 
 from msdoctor import __version__
 from msdoctor.errors import ExitCode, MsDoctorError
+from msdoctor.safeio import printable
 
 # name -> (module, one-line help). Order is the order of `msdoctor --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -41,6 +43,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Diagnose distributed MindSpore training: find the fault, name the rank and the evidence.",
     )
     parser.add_argument("--version", action="version", version=f"msdoctor {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error (a bug), show the traceback instead of one line (exit 3)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in _available().items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -61,6 +65,9 @@ def _tolerate_narrow_streams() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug anywhere on the line: an internal error shows its traceback instead of one line.
+    debug = "--debug" in argv or os.environ.get("MSDOCTOR_DEBUG") == "1"
+    argv = [a for a in argv if a != "--debug"]
     _tolerate_narrow_streams()
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
@@ -76,13 +83,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(module.run(args))
     except MsDoctorError as err:
-        print(f"msdoctor {args.command}: {err}", file=sys.stderr)
+        print(f"msdoctor {args.command}: {printable(str(err))}", file=sys.stderr)
         return int(err.exit_code)
     except KeyboardInterrupt:
         print(f"msdoctor {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except RecursionError:
+        if debug:
+            raise
+        print(f"msdoctor {args.command}: input nested too deeply to be read (RecursionError)", file=sys.stderr)
+        return int(ExitCode.INPUT)
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc) or debug:
+            return _internal(args.command, exc, debug)
+        # Python refuses int() of 4,300+ digits (a guard against quadratic conversion): such a number in
+        # the input (a rank table, an env file, a snapshot) is the input's fault, not a bug.
+        print(f"msdoctor {args.command}: the input holds a number too long to be read "
+              f"({printable(str(exc)).split(':')[-1].split(';')[0].strip()})", file=sys.stderr)
+        return int(ExitCode.INPUT)
+    except Exception as exc:  # a bug: one line that says so, the trace with --debug, its own exit code
+        return _internal(args.command, exc, debug)
+
+
+def _internal(command: str, exc: Exception, debug: bool) -> int:
+    """A bug: one line that says so, the trace with --debug, its own exit code."""
+    if debug:
+        raise exc
+    print(f"msdoctor {command}: internal error (a bug in msdoctor, not in your input's diagnosis): "
+          f"{type(exc).__name__}: {printable(str(exc))}{_where(exc)}; rerun with --debug for the traceback",
+          file=sys.stderr)
+    return int(ExitCode.INTERNAL)
+
+
+def _where(exc: BaseException) -> str:
+    """`` at file.py:123`` — the innermost frame of msdoctor's own code in the traceback."""
+    tb = exc.__traceback__
+    last = ""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if "msdoctor" in name:
+            last = f" at {os.path.basename(name)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return last
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ class ExitCode(IntEnum):
     OK = 0  # no error-severity finding
     FINDINGS = 1  # at least one error-severity finding (or the launched job failed)
     INPUT = 2  # the input itself could not be read / bad usage
+    INTERNAL = 3  # a bug in msdoctor (an uncaught exception); `--debug` shows the trace
 
 
 class MsDoctorError(Exception):

@@ -24,7 +24,7 @@ def vtuple(v: str) -> tuple[int, ...]:
     """The leading numeric release of a version (``"8.0.RC2"`` → (8, 0); ``"2.10.0"`` → (2, 10, 0))."""
     parts: list[int] = []
     for p in str(v).split("."):
-        m = re.match(r"\d+", p)
+        m = re.match(r"\d{1,18}", p)  # a longer run of digits is no version part (and int() refuses 4,300+)
         if not m:
             break
         parts.append(int(m.group()))
@@ -297,7 +297,7 @@ def driver_matches_cann(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit
 
 
 def _int(v: str | None) -> int | None:
-    return int(v) if v is not None and re.fullmatch(r"\s*\d+\s*", v) else None
+    return int(v) if v is not None and re.fullmatch(r"\s*\d{1,18}\s*", v) else None
 
 
 def parse_visible(value: str | None) -> list[int] | None:
@@ -305,7 +305,7 @@ def parse_visible(value: str | None) -> list[int] | None:
     if value is None:
         return None
     parts = [p.strip() for p in value.split(",") if p.strip()]
-    return [int(p) for p in parts] if parts and all(p.isdigit() for p in parts) else None
+    return [int(p) for p in parts] if parts and all(p.isdigit() and len(p) < 19 for p in parts) else None
 
 
 @check_params()

@@ -21,7 +21,7 @@ def _var(env: Mapping[str, str], k: str) -> Evidence:
 
 
 def _num(v: str) -> int | None:
-    return int(v) if re.fullmatch(r"\s*-?\d+\s*", v) else None
+    return int(v) if re.fullmatch(r"\s*-?\d{1,18}\s*", v) else None
 
 
 @check_params(max=int | None, min=int | None)

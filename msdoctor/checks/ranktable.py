@@ -32,7 +32,7 @@ def _int(v: Any) -> int | None:
         return None
     if isinstance(v, int):
         return v
-    if isinstance(v, str) and re.fullmatch(r"\d+", v.strip()):
+    if isinstance(v, str) and re.fullmatch(r"\d{1,18}", v.strip()):  # longer is no id HCCL can hold
         return int(v)
     return None
 

@@ -101,17 +101,21 @@ class Facts(Mapping[str, Any]):
     def dump(self, path: str | Path) -> None:
         """Write the snapshot for ``--dump-facts``; a path that cannot be written is the user's input
         error (one line, exit 2), not a traceback after the whole collection ran."""
-        try:
-            Path(path).write_bytes(self.dumps())
-        except OSError as exc:
-            raise InputError(f"--dump-facts {path}: cannot write ({exc.strerror or exc})") from None
+        from msdoctor.safeio import write_output
+
+        write_output(path, self.dumps(), "--dump-facts")
 
     @classmethod
     def from_json(cls, data: Any, origin: str = "snapshot") -> Facts:
         if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
             raise InputError(f"{origin}: not an msdoctor facts snapshot (expected format {SNAPSHOT_FORMAT!r})")
+        from msdoctor.engine.factschema import validate
+
         facts = cls()
-        facts.meta = dict(data.get("meta") or {})
+        meta = data.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise InputError(f"{origin}: 'meta' must be an object")
+        facts.meta = dict(meta)
         raw = data.get("facts")
         if not isinstance(raw, dict):
             raise InputError(f"{origin}: 'facts' must be an object")
@@ -119,9 +123,14 @@ class Facts(Mapping[str, Any]):
             if not isinstance(entry, dict):
                 raise InputError(f"{origin}: fact {name!r} must be an object")
             src = entry.get("source", "")
+            if not isinstance(src, str):
+                raise InputError(f"{origin}: fact {name!r}: 'source' must be a string")
             if "unknown" in entry:
                 facts.set(name, Unknown(str(entry["unknown"]), src), src)
             elif "value" in entry:
+                problem = validate(name, entry["value"])
+                if problem:
+                    raise InputError(f"{origin}: fact {problem} (not a snapshot msdoctor wrote, or edited by hand)")
                 facts.set(name, entry["value"], src)
             else:
                 raise InputError(f"{origin}: fact {name!r} has neither 'value' nor 'unknown'")
@@ -131,17 +140,14 @@ class Facts(Mapping[str, Any]):
     def load(cls, path: str | Path, expect: Sequence[str] = ()) -> Facts:
         """Read a snapshot. ``expect``: the fact prefixes the caller's rules read (e.g. ``("profile",)``);
         a snapshot holding none of them (another command's) is an input error, not "no findings"."""
+        from msdoctor.safeio import read_input
+
         p = Path(path)
+        raw = read_input(p, "facts snapshot")  # a FIFO, device, directory or link loop: InputError
         try:
-            data = orjson.loads(p.read_bytes())
-        except FileNotFoundError:
-            raise InputError(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{p}: is a directory, expected a facts JSON file") from None
-        except orjson.JSONDecodeError as exc:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:  # also integers beyond 64 bits and nesting past 1024
             raise InputError(f"{p}: not valid JSON ({exc})") from None
-        except OSError as exc:  # permission denied, a FIFO, an I/O error
-            raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
         facts = cls.from_json(data, str(p))
         if expect and not any(name.split(".", 1)[0] in expect for name in facts):
             wanted = ", ".join(f"{e}.*" for e in expect)

@@ -58,7 +58,7 @@ def _ports(spec: str) -> list[list[int]]:
     """``4791`` / ``4000:5000`` / ``4000-5000`` / ``{ 4791, 8118 }`` / ``4791,8118`` → ranges."""
     out: list[list[int]] = []
     for part in re.split(r"[,\s{}]+", spec):
-        m = re.fullmatch(r"(\d+)(?:[:-](\d+))?", part)
+        m = re.fullmatch(r"(\d{1,9})(?:[:-](\d{1,9}))?", part)  # no port has more digits
         if m:
             lo = int(m.group(1))
             out.append([lo, int(m.group(2) or lo)])
@@ -172,7 +172,7 @@ HCCL_PORT_COUNT = 32  # ports used from the base in CANN >= 8.2.RC1 docs (16 in 
 def parse_port_ranges(text: str) -> list[list[int]]:
     """``ip_local_port_range`` ("32768\t60999") or ``ip_local_reserved_ports`` ("8118,60000-60031")."""
     parts = text.split()
-    if len(parts) == 2 and all(p.isdigit() for p in parts):
+    if len(parts) == 2 and all(p.isdigit() and len(p) < 10 for p in parts):
         return [[int(parts[0]), int(parts[1])]]
     return _ports(text.replace("\n", ","))
 
@@ -194,7 +194,7 @@ def collect_hccl_ports(root: Path, environ: Mapping[str, str]) -> Facts:
     """Which of HCCL's host ports (HCCL_IF_BASE_PORT … +31) are taken on the live host."""
     facts = Facts()
     raw = environ.get("HCCL_IF_BASE_PORT", "")
-    base = int(raw) if raw.isdigit() and 0 < int(raw) <= 65535 - HCCL_PORT_COUNT else HCCL_BASE_PORT
+    base = int(raw) if raw.isdigit() and len(raw) < 10 and 0 < int(raw) <= 65535 - HCCL_PORT_COUNT else HCCL_BASE_PORT
     info: dict[str, Any] = {"base": base, "count": HCCL_PORT_COUNT, "in_use": None}
     if root.resolve() == Path("/"):
         in_use = []
@@ -217,7 +217,7 @@ def collect_ports(environ: Mapping[str, str], master_port: int | None) -> Facts:
     facts = Facts()
     if master_port is not None:
         port, src = master_port, "--master-port"
-    elif environ.get("MS_SCHED_PORT", "").isdigit():
+    elif environ.get("MS_SCHED_PORT", "").isdigit() and len(environ["MS_SCHED_PORT"]) < 10:
         port, src = int(environ["MS_SCHED_PORT"]), "env MS_SCHED_PORT"
     else:
         port, src = DEFAULT_MASTER_PORT, "msrun default --master_port"

@@ -16,6 +16,7 @@ from typing import Any
 from msdoctor.engine.facts import Facts
 from msdoctor.errors import InputError
 from msdoctor.facts.system import under
+from msdoctor.safeio import MiB, not_regular, read_input
 
 FACTS = ("ranktable.status", "ranktable.version", "ranktable.server_count", "ranktable.servers",
          "ranktable.super_pods")  # fmt: skip
@@ -102,22 +103,27 @@ def collect_ranktable(root: Path, path: str | None, environ: Mapping[str, str]) 
     facts.set("ranktable.path", str(p), origin)
     error: str | None = None
     values: dict[str, Any] = {}
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
+    why = not_regular(p)
+    text = ""
+    if why == "no such file":
         error = f"{origin}={p}: no such file"
-    except IsADirectoryError:
-        error = f"{origin}={p}: is a directory"
-    except OSError as exc:
-        error = f"{p}: cannot be read ({exc.strerror or exc})"
-    except UnicodeDecodeError:
-        error = f"{p}: not UTF-8 text (binary file?)"
+    elif why:
+        error = f"{origin}={p}: {why}"
     else:
+        try:
+            text = read_input(p, origin, cap=64 * MiB).decode("utf-8")
+        except InputError as exc:
+            error = str(exc)
+        except UnicodeDecodeError:
+            error = f"{p}: not UTF-8 text (binary file?)"
+    if error is None:
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
             hint = " — it contains comments, which JSON (and HCCL) reject" if _COMMENT.search(text) else ""
             error = f"{p}: not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}){hint}"
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit integer; nesting past the stack
+            error = f"{p}: not a rank table JSON HCCL can read ({type(exc).__name__}: {str(exc)[:120]})"
         else:
             values, error = normalise(doc)
             if error:

@@ -49,9 +49,26 @@ def json_payload(
     return payload
 
 
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _json_safe(v: Any) -> Any:
+    """JSON escapes C0 controls itself; DEL, the C1 controls (U+009B is a CSI to some terminals) and
+    the bidi overrides would pass raw: show them as ``\x9b`` like the text view does."""
+    if isinstance(v, str):
+        return _RAW_IN_JSON.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100
+                                else f"\\u{ord(m.group(0)):04x}", v) if _RAW_IN_JSON.search(v) else v
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_json_safe(x) for x in v]
+    return v
+
+
 def print_json(payload: dict[str, Any]) -> None:
     sys.stdout.buffer.write(
-        orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+        orjson.dumps(_json_safe(payload),
+                     option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
     )
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
@@ -104,13 +121,21 @@ def console_width(environ: Any = None, isatty: bool | None = None) -> int | None
 def console() -> Any:
     """A rich Console for stdout: on a terminal it wraps at the terminal's width (or ``COLUMNS``); on a
     pipe or file it never hard-wraps a line (paths and log lines stay whole and greppable), and
-    ``COLUMNS`` still sets the width of tables."""
+    ``COLUMNS`` still sets the width of tables. Every string it renders (printed text, table cells) has
+    its control characters shown as ``\x1b`` first: log lines, op names, paths and parameter names come
+    from input, and an ``ESC]0;…BEL`` or ``ESC[2J`` in a worker log must not reach the user's terminal."""
     from rich.console import Console
 
+    from msdoctor.safeio import printable
+
+    class SafeConsole(Console):
+        def render_str(self, text: str, **kwargs: Any) -> Any:  # type: ignore[override]
+            return super().render_str(printable(text, keep_newlines=True), **kwargs)
+
     if sys.stdout.isatty():
-        return Console(highlight=False, soft_wrap=False, width=console_width(isatty=True))
-    return Console(file=cast(IO[str], _TrimmedLines(sys.stdout)), highlight=False, soft_wrap=True,
-                   width=console_width(isatty=False))  # fmt: skip
+        return SafeConsole(highlight=False, soft_wrap=False, width=console_width(isatty=True))
+    return SafeConsole(file=cast(IO[str], _TrimmedLines(sys.stdout)), highlight=False, soft_wrap=True,
+                       width=console_width(isatty=False))  # fmt: skip
 
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
