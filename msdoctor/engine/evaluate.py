@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover
 
 CheckFn = Callable[[Facts, Mapping[str, Any]], Iterable[Hit]]
 _DIGITS = re.compile(r"\d+")
+_CODE_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b|\b[1-5]\d{5}\b")
 
 
 @dataclass
@@ -160,6 +161,16 @@ class SignatureSet:
         self._digit_anchors = [a for a in self._by_anchor if any(c.isdigit() for c in a)]
         self._plain_anchors = [a for a in self._by_anchor if not any(c.isdigit() for c in a)]
         self._cache: dict[str, tuple[str, ...]] = {}
+        self._by_id = {r.id: r for r, _, _ in self.entries}
+        self._family: frozenset[str] = frozenset()
+        self._knows: dict[str, set[str]] = {}
+        if any("cann_code" in rx.groupindex or "acl_code" in rx.groupindex for _, rx, _ in self.entries):
+            from msdoctor.engine.codes import family_rules
+
+            self._family = family_rules() & set(self._by_id)
+            for r in self._by_id.values():  # the codes a specific rule is about: it keeps precedence on them
+                text = " ".join([r.title, r.detects] + [sg.pattern for sg in r.signatures])
+                self._knows[r.id] = set(_CODE_RE.findall(text))
 
     def candidates(self, line: str) -> list[tuple[Rule, re.Pattern[str]]]:
         out = list(self._unanchored)
@@ -181,15 +192,42 @@ class SignatureSet:
     def match(self, line: str) -> list[SigMatch]:
         seen: set[str] = set()
         out: list[SigMatch] = []
+        done: dict[str, re.Match[str] | None] = {}  # rules sharing one pattern run it once
         for rule, rx in self.candidates(line):
             if rule.id in seen:
                 continue
-            m = rx.search(line)
+            m = done[rx.pattern] if rx.pattern in done else done.setdefault(rx.pattern, rx.search(line))
             if m:
                 seen.add(rule.id)
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 out.append(SigMatch(rule, groups, m.span()))
+        if self._family and any(sm.rule.id in self._family for sm in out):
+            out = self._route(out)
         return out
+
+    def _route(self, out: list[SigMatch]) -> list[SigMatch]:
+        """Code-family matches → the rule their code's data names; a specific rule that knows the code wins.
+
+        The generic rules (COMM080, MEM040, NUM030, ENV050, PERF010) share one pattern for the CANN code
+        grammar: which of them reports a code is data (``msdoctor/data/cann_codes.toml``), not regex.
+        """
+        from msdoctor.engine.codes import lookup
+
+        specific = [sm for sm in out if sm.rule.id not in self._family]
+        known = {c for sm in specific for c in self._knows.get(sm.rule.id, ())}
+        routed: list[SigMatch] = []
+        taken: set[str] = set()
+        for sm in out:
+            if sm.rule.id not in self._family:
+                continue
+            code = sm.groups.get("cann_code") or sm.groups.get("acl_code")
+            info = lookup(code) if code else None
+            if info is None or code in known or info.rule in taken:
+                continue
+            target = self._by_id.get(info.rule, sm.rule)
+            taken.add(target.id)
+            routed.append(SigMatch(target, dict(sm.groups, code=info.code), sm.span))
+        return specific + routed
 
 
 def signature_set(catalogue: Catalogue) -> SignatureSet:

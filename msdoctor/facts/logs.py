@@ -123,6 +123,10 @@ def _slim(ev: dict[str, Any], path: str) -> dict[str, Any]:
         d["peers"] = peers
     if "step" in ev:
         d["step"] = ev["step"]
+    if ev.get("prank") is not None:
+        d["prank"] = ev["prank"]
+    if ev.get("groups"):
+        d["groups"] = dict(list(ev["groups"].items())[:12])
     return d
 
 

@@ -29,6 +29,8 @@ from msdoctor.facts.logformats import (
     rank_from_path,
     rank_hints,
     split_banner,
+    split_embedded,
+    strip_prefixes,
     world_size_hint,
 )
 
@@ -84,7 +86,7 @@ def _event(rule: str | None, role: str, severity: str, lineno: int, text: str, t
                           "text": text[:MAX_TEXT], "time": ts, "ts": ts_text}  # fmt: skip
     if groups:
         ev["groups"] = groups
-    ev.update(extra)
+    ev.update((k, v) for k, v in extra.items() if v is not None)
     return ev
 
 
@@ -112,6 +114,8 @@ class _FileState:
         self.non_utf8 = 0
         self.binary_lines = 0
         self.lines = 0
+        self.prefix_ranks: dict[int, int] = {}  # rank → lines whose prefix named it (`[rank3]:`, `[3,0]<stderr>:`)
+        self.recognised = 0  # lines of a known grammar or matching a rule: is this a log at all?
 
     def add_anomaly(self, ev: dict[str, Any]) -> None:
         self.anomalies += 1
@@ -197,6 +201,20 @@ def resolve_progress(st: _FileState) -> None:
 
 def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
             banner_lookup: BannerLookup, next_is_rule: Callable[[], bool]) -> None:  # fmt: skip
+    """One candidate line as pasted: a JSON/repr string holding several lines is split at its literal
+    ``\\n``; each line loses the prefixes a launcher or a paste put in front (``[rank1]:``, Ray's
+    ``(pid=…)``, ANSI colour, a time stamp) unless the line already fits a known grammar as it is."""
+    for piece in split_embedded(text):
+        rank: int | None = None
+        if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
+            piece, rank = strip_prefixes(piece)
+        if rank is not None:
+            st.prefix_ranks[rank] = st.prefix_ranks.get(rank, 0) + 1
+        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank)
+
+
+def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
+                 banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None) -> None:  # fmt: skip
     """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
     lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
     key = _DIGITS.sub("", text)
@@ -216,6 +234,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
     if CLUSTER_UP in text and st.cluster_up is None:
         st.cluster_up = ts
     matches = spec.sigs.match(text)
+    if matches or rec.grammar != "plain":
+        st.recognised += 1
     classified = False
     for sm in matches:
         rule = sm.rule
@@ -229,7 +249,10 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
                 continue  # plain progress; a progress rule with a severity (e.g. overflow) is also a hit
             ev = dict(ev, pid=rec.pid)
         else:
-            ev = _event(rule.id, rule.role, rule.severity.value, lineno, text.strip(), ts, ts_text, sm.groups, pid=rec.pid)
+            role = _code_role(sm.groups) or rule.role
+            ev = _event(rule.id, role, rule.severity.value, lineno, text.strip(), ts, ts_text, sm.groups, pid=rec.pid)
+            if prank is not None:
+                ev["prank"] = prank
         h = st.hits.get(rule.id)
         if h is None:
             h = st.hits[rule.id] = {"count": 1, "first": ev, "last": ev, "pids": {}}
@@ -239,7 +262,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         pid = str(rec.pid if rec.pid is not None else -1)  # a console echoes its workers' lines: count by writer
         if pid in h["pids"] or len(h["pids"]) < 64:
             h["pids"][pid] = h["pids"].get(pid, 0) + 1
-        if rule.severity.value != "info" and rule.role in ("root", "consequence"):
+        if rule.severity.value != "info" and ev.get("role") in ("root", "consequence"):
             classified = True
             st.add_anomaly(ev)
     if rec.grammar == "traceback":
@@ -254,10 +277,21 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         if not classified:
             body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
             st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
-                                  ts, ts_text, exc_type=rec.exc_type or ""))  # fmt: skip
+                                  ts, ts_text, exc_type=rec.exc_type or "", prank=prank))  # fmt: skip
         return
     if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)):
-        st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text))
+        st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank))
+
+
+def _code_role(groups: dict[str, str]) -> str | None:
+    """A code-family match takes its role from the code's data (a stream-sync time-out is a consequence)."""
+    code = groups.get("code")
+    if not code:
+        return None
+    from msdoctor.engine.codes import lookup
+
+    info = lookup(code)
+    return info.role if info else None
 
 
 def _open(path: str) -> IO[bytes]:
@@ -378,6 +412,8 @@ def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> in
 
 def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, Any]:
     hints = {k: sorted(v) for k, v in rank_hints(head).items()}
+    if st.prefix_ranks:
+        hints["content:[rankN] prefix"] = sorted(st.prefix_ranks)
     prank, psource = rank_from_path(st.path)
     msrun_map = {os.path.basename(p.decode("utf-8", "replace")): int(r) for r, p in MSRUN_WORKER_RE.findall(head)}
     sched_nodes = {int(n): int(r) for n, r in SCHED_NODE_RE.findall(head)}
@@ -401,6 +437,8 @@ def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, An
         "last_traceback": st.last_traceback,
         "exceptions": list(st.exceptions),
         "cluster_up": st.cluster_up,
+        "recognised": st.recognised,
+        "prefix_ranks": {str(k): v for k, v in sorted(st.prefix_ranks.items())[:1000]},
         "first_time": st.first_ts,
         "last_time": st.last_ts,
         "last_ts": st.last_ts_text,
