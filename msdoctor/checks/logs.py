@@ -268,6 +268,8 @@ def all_ranks_timed_out(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit
     if v["kind"] != "all":
         return
     ranks: dict[str, Rank] = facts.need("logs.ranks")
+    if len(v["consequences"]) < 2:  # "every rank failed together" needs at least two ranks
+        return
     timeout = float(params.get("collective_timeout_s", 30.0))
     spread = v.get("spread_s")
     evidence = []

@@ -8,6 +8,7 @@ a per-rank timeline and the root-cause verdict.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,19 +66,70 @@ def signature_findings(scan: LogScan) -> list[Finding]:
         firsts = sorted(a["firsts"], key=lambda t: (t[0], t[1]))
         ranks = sorted(int(k) for k in a["per_rank"] if k != "launcher")
         evidence = tuple(Evidence(text=f["text"], file=path, line=f["line"]) for _, path, f, _ in firsts[:MAX_EVIDENCE])
-        where = f"on rank(s) {_short(ranks)}" if ranks else "in launcher/scheduler logs"
+        where = f"on rank(s) {_short(ranks)}" if ranks else ("in one process" if len(scan.files) == 1 else "in launcher/scheduler logs")
         first = firsts[0][2]
+        groups = first.get("groups") or {}
+        info = _code(groups)
+        prank = first.get("prank")
+        rank = ranks[0] if len(ranks) == 1 and "launcher" not in a["per_rank"] else prank
         hit = Hit(
-            message=f"{a['count']} line(s) {where}",
+            message=describe(first, info, f"{a['count']} line(s) {where}"),
             evidence=evidence,
-            rank=ranks[0] if len(ranks) == 1 and "launcher" not in a["per_rank"] else None,
+            rank=rank,
+            step=_step_of(first),
             data={"ranks": ranks[:1000], "per_rank": dict(list(a["per_rank"].items())[:1000]),
-                  **({"groups": first["groups"]} if first.get("groups") else {})},  # fmt: skip
+                  "role": first.get("role") or rule.role, "first_time": firsts[0][0] if firsts[0][0] != float("inf") else None,
+                  **({"groups": groups} if groups else {}), **({"cann": info.to_dict()} if info else {})},  # fmt: skip
         )
         f = finding_from_hit(rule, hit)
+        if info is not None:  # the code's own fix (or its family's) is more precise than the generic rule's
+            f.fix = f"{info.fix} Confirm: {info.confirm}".strip()
         f.count = a["count"]
         out.append(f)
     return sort_findings(out)
+
+
+VALUE_LABELS = {"other_codes": "also", "peer": "peer rank", "remote": "remote rank", "remote_rank": "remote rank", "node": "node",
+                "nodes": "nodes", "device": "device", "port": "port", "ip": "IP", "step": "step", "op": "op",
+                "size": "size", "free": "free", "shape": "shape"}  # fmt: skip
+STEP_RE = re.compile(r"\b[Ss]tep[:=\s\[]*(\d+)")
+
+
+def _code(groups: Mapping[str, str]) -> Any:
+    code = groups.get("code") or groups.get("cann_code") or groups.get("acl_code")
+    if not code:
+        return None
+    from msdoctor.engine.codes import lookup
+
+    return lookup(code)
+
+
+def _step_of(ev: Mapping[str, Any]) -> int | None:
+    if ev.get("step") is not None:
+        return int(ev["step"])
+    g = (ev.get("groups") or {}).get("step")
+    if g and str(g).isdigit():
+        return int(g)
+    m = STEP_RE.search(str(ev.get("text", "")))
+    return int(m.group(1)) if m else None
+
+
+def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
+    """What the line says, with the values the rule parsed: `EI0006 (HCCL): … — `quote`` (n lines …)."""
+    from msdoctor.facts.logformats import parse_line, strip_prefixes
+
+    body = parse_line(strip_prefixes(str(ev.get("text", "")))[0]).message.strip()
+    quote = body if len(body) <= 220 else body[:219] + "…"
+    groups = {k: v for k, v in (ev.get("groups") or {}).items() if k not in ("code", "cann_code", "acl_code")}
+    parts = []
+    if info is not None:
+        known = "" if info.known else f" (a code of the {info.family} family not listed by msdoctor)"
+        parts.append(f"{info.code} ({info.component}): {info.meaning}{known}")
+    vals = ", ".join(f"{VALUE_LABELS.get(k, k)} {v}" for k, v in list(groups.items())[:6] if str(v).strip())
+    if vals:
+        parts.append(vals)
+    head = "; ".join(parts)
+    return (f"{head} — `{quote}`" if head else f"`{quote}`") + f" ({tail})"
 
 
 def timeline(facts: Facts, verdict_states: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -98,16 +150,71 @@ def timeline(facts: Facts, verdict_states: Mapping[str, str]) -> list[dict[str, 
     return sorted(rows, key=lambda row: row["rank"])
 
 
+ROLE_ORDER = {"root": 0, "consequence": 1}
+PEER_KEYS = ("peer", "remote", "remote_rank", "node", "nodes", "dest_rank", "src_rank")
+
+
+def _is_correlation(f: Finding) -> bool:
+    return bool(f.data.get("root_cause")) or "reason" in f.data
+
+
+def headline_finding(findings: list[Finding]) -> Finding | None:
+    """The signature finding that best explains the failure: errors before warnings, a root cause before a
+    consequence (time-outs, msrun's "worker exited", "run task error" and the like are consequences), a
+    specific rule before a generic code-family rule, then the earliest."""
+    from msdoctor.engine.codes import family_rules
+
+    generic = family_rules()
+    cands = [f for f in findings if not _is_correlation(f) and f.severity.value in ("error", "warning")]
+    if not cands:
+        return None
+    return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")),
+                                     ROLE_ORDER.get(str(f.data.get("role")), 2), f.rule in generic,
+                                     f.data.get("first_time") or float("inf"), f.rule))  # fmt: skip
+
+
+def _named_culprit(f: Finding) -> list[str]:
+    groups = f.data.get("groups") or {}
+    named = [f"{k.replace('_', ' ')} {groups[k]}" for k in PEER_KEYS if groups.get(k)]
+    if not named:
+        return []
+    return [f"the message itself names {', '.join(named)}: the fault may be there — this process's "
+            f"{f.rule} can be a consequence of it; read that rank's log first"]  # fmt: skip
+
+
 def root_cause(findings: list[Finding]) -> dict[str, Any]:
+    """The verdict: the correlation across ranks where there is one, else (one process, or no rank
+    structure) the headline signature finding: the first error, its rule, its fix — never "not
+    determined" beside an error finding."""
+    head = headline_finding(findings)
     for f in findings:
         rc = f.data.get("root_cause")
         if rc:
-            return {"rank": rc["rank"], "rule": f.rule, "signature": rc.get("signature"), "message": f.message,
-                    "evidence": [e.to_dict() for e in f.evidence], "consequences": rc.get("consequences", []),
-                    "chain": rc.get("chain", [])}  # fmt: skip
+            sig = rc.get("signature")
+            sigf = next((x for x in findings if x.rule == sig and not _is_correlation(x)), None)
+            return {"rank": rc["rank"], "rule": sig if sigf else f.rule, "verdict": f.rule, "signature": sig,
+                    "message": (f"{sigf.message}. " if sigf else "") + f.message,
+                    "fix": (sigf or f).fix, "evidence": [e.to_dict() for e in f.evidence],
+                    "consequences": rc.get("consequences", []), "chain": rc.get("chain", [])}  # fmt: skip
         if "reason" in f.data and f.data.get("root_cause", "absent") is None:
-            return {"rank": None, "reason": f.data["reason"], "rule": f.rule}
+            return {"rank": None, "reason": f.data["reason"], "rule": f.rule, "verdict": f.rule, "fix": f.fix}
+    if head is not None:
+        chain = _named_culprit(head)
+        return {"rank": head.rank, "rule": head.rule, "verdict": "first-error", "signature": head.rule,
+                "message": head.message, "fix": head.fix, "evidence": [e.to_dict() for e in head.evidence[:3]],
+                "consequences": [], "chain": chain, "named_culprit": bool(chain)}  # fmt: skip
     return {"rank": None, "reason": "no rank ends in an error or a collective failure: nothing to correlate"}
+
+
+def _first_unclassified(facts: Facts) -> dict[str, Any] | None:
+    evs: list[dict[str, Any]] = []
+    for v in (facts.get_known("logs.ranks") or {}).values():
+        evs.extend(e for e in v.get("after_progress") or [] if e.get("role") == "unclassified")
+    evs.extend(e for e in (facts.get_known("logs.launcher") or {}).get("events", []) if e.get("role") == "unclassified")
+    if not evs:
+        return None
+    exc = [e for e in evs if "Error" in e.get("text", "") or "Exception" in e.get("text", "")]
+    return (exc or evs)[0]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,16 +240,38 @@ def run(args: argparse.Namespace) -> int:
     states = verdict(facts, {}).get("states", {}) if facts.is_known("logs.ranks") else {}
     rows = timeline(facts, states)
     rc = root_cause(findings)
+    if rc.get("rule") is None and facts.is_known("logs.ranks"):
+        e = _first_unclassified(facts)
+        if e is not None:  # an error no rule knows is still the error: say it, with where it is
+            rc = {"rank": e.get("prank"), "rule": None, "verdict": "unrecognised-error",
+                  "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
+                            f"({e.get('file')}:{e.get('line')})"}  # fmt: skip
+    cov = coverage(facts, scan, rows)
     if args.json:
-        print_json(json_payload("logs", findings, ev.not_evaluated, root_cause=rc, timeline=rows,
+        print_json(json_payload("logs", findings, ev.not_evaluated, root_cause=rc, timeline=rows, coverage=cov,
                                 skipped=scan.skipped, files=facts.get_known("logs.files") or []))  # fmt: skip
     else:
-        _render(findings, ev.not_evaluated, rc, rows, scan, args.verbose)
+        _render(findings, ev.not_evaluated, rc, rows, scan, args.verbose, cov)
     return int(exit_code(findings))
 
 
+def coverage(facts: Facts, scan: LogScan, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What was read and what was not: files, lines, ranks, jobs (issue 13: coverage is part of the verdict)."""
+    files = facts.get_known("logs.files") or [{"file": s["path"], "lines": s.get("lines")} for s in scan.files]
+    read = [f for f in scan.files if f.get("readable")]
+    return {
+        "files_read": len(read) if scan.files else len(files),
+        "files_skipped": len({str(k.get("file")) for k in scan.skipped if "line" not in k}),
+        "lines": sum(int(f.get("lines") or 0) for f in (read or files)),
+        "ranks": sorted(r["rank"] for r in rows if r["ends"] != "missing"),
+        "missing_ranks": list(facts.get_known("logs.missing_ranks") or []),
+        "launcher_files": len((facts.get_known("logs.launcher") or {}).get("files", [])),
+        "jobs": 1,
+    }
+
+
 def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, Any], rows: list[dict[str, Any]],
-            scan: LogScan, verbose: bool) -> None:  # fmt: skip
+            scan: LogScan, verbose: bool, cov: Mapping[str, Any] | None = None) -> None:  # fmt: skip
     from rich.markup import escape
 
     from msdoctor.report.render import console, render_findings
@@ -150,11 +279,17 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
     out = console()
     n_files = len(scan.files)
     ranks = [r for r in rows if r["ends"] != "missing"]
-    out.print(f"[bold]msdoctor logs[/]: {n_files} file(s), {len(ranks)} rank(s)")
-    if rc.get("rank") is not None:
-        out.print(f"[bold red]Root cause: rank {rc['rank']}[/] ({rc['rule']}) — {escape(rc['message'])}")
+    cov = cov or {}
+    out.print(f"[bold]msdoctor logs[/]: {cov.get('files_read', n_files)} file(s) read ({cov.get('lines', 0):,} lines), "
+              f"{cov.get('files_skipped', 0)} skipped, {len(ranks)} rank(s)"
+              + (f" ({_short(list(cov['ranks']))})" if cov.get("ranks") else "") + ", 1 job")  # fmt: skip
+    if rc.get("rule") and rc.get("message"):
+        who = f"rank {rc['rank']}" if rc.get("rank") is not None else ("this process" if n_files == 1 else "first error")
+        out.print(f"[bold red]Root cause: {who}[/] ({rc['rule']}) — {escape(rc['message'])}")
         for step in rc.get("chain", []):
             out.print(f"  • {escape(step)}")
+        if rc.get("fix") and rc.get("verdict") == "first-error":
+            out.print(f"  fix: {escape(str(rc['fix']).split(chr(10))[0][:300])}")
     else:
         out.print(f"[bold]Root cause:[/] not determined — {escape(str(rc.get('reason')))}")
     shown = rows if verbose else _interesting(rows, rc.get("rank"))
@@ -167,7 +302,16 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
     if len(shown) < len(rows):
         out.print(f"  … {len(rows) - len(shown)} more rank(s) (use -v or --json)")
     out.print("")
-    render_findings(findings, not_evaluated, out=out, verbose=verbose)
+    if not any(f.severity.value in ("error", "warning") for f in findings):
+        # not a clean bill of health: say what was read, that no error was found, and what cannot be judged
+        out.print(f"[bold]No error or warning found[/] in {cov.get('files_read', n_files)} file(s) "
+                  f"({cov.get('lines', 0):,} lines, {len(ranks)} rank(s)).")
+        out.print("  Not judged from these logs: whether a rank hung or died silently (that needs every rank's log; "
+                  "a rank's own log rarely says it hangs) and anything the logs do not record (device health, network).")  # fmt: skip
+        if findings:
+            render_findings(findings, not_evaluated, out=out, verbose=verbose)
+    else:
+        render_findings(findings, not_evaluated, out=out, verbose=verbose)
     if scan.skipped:
         out.print(f"[dim]skipped: {len(scan.skipped)} file(s)/part(s) not readable[/]")
         for s in scan.skipped[: (None if verbose else 5)]:

@@ -28,9 +28,22 @@ class CodeInfo:
     known: bool  # the exact code is listed (not only its family)
     role: str = "root"  # consequence: a time-out that waits on something else (a peer, a task)
 
+    @property
+    def internal(self) -> bool:
+        """An internal catch-all (E*9000–E*9999 by the CANN code rules, or a 5xxxxx code not listed): it
+        wraps the real error, which is usually named by another code on the same or the next line."""
+        if self.code.startswith("E"):
+            return self.code[2] == "9"
+        return self.code.startswith("5") and not self.known
+
+    @property
+    def specificity(self) -> int:
+        """0 a listed, non-internal code; 1 an unlisted one of its family; 2 an internal catch-all."""
+        return 2 if self.internal else (0 if self.known else 1)
+
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "family": self.family, "component": self.component, "rule": self.rule,
-                "meaning": self.meaning, "known": self.known}  # fmt: skip
+                "meaning": self.meaning, "known": self.known, "internal": self.internal}  # fmt: skip
 
 
 @cache

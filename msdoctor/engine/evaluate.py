@@ -202,10 +202,10 @@ class SignatureSet:
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 out.append(SigMatch(rule, groups, m.span()))
         if self._family and any(sm.rule.id in self._family for sm in out):
-            out = self._route(out)
+            out = self._route(out, line)
         return out
 
-    def _route(self, out: list[SigMatch]) -> list[SigMatch]:
+    def _route(self, out: list[SigMatch], line: str) -> list[SigMatch]:
         """Code-family matches → the rule their code's data names; a specific rule that knows the code wins.
 
         The generic rules (COMM080, MEM040, NUM030, ENV050, PERF010) share one pattern for the CANN code
@@ -215,19 +215,27 @@ class SignatureSet:
 
         specific = [sm for sm in out if sm.rule.id not in self._family]
         known = {c for sm in specific for c in self._knows.get(sm.rule.id, ())}
-        routed: list[SigMatch] = []
-        taken: set[str] = set()
+        # Every code on the line (`EH9999: … runtime result = 507048`): the most specific one is reported —
+        # an internal catch-all (E*9999) only wraps the error another code names.
+        found: list[tuple[int, int, Any, SigMatch]] = []
         for sm in out:
             if sm.rule.id not in self._family:
                 continue
-            code = sm.groups.get("cann_code") or sm.groups.get("acl_code")
-            info = lookup(code) if code else None
-            if info is None or code in known or info.rule in taken:
-                continue
-            target = self._by_id.get(info.rule, sm.rule)
-            taken.add(target.id)
-            routed.append(SigMatch(target, dict(sm.groups, code=info.code), sm.span))
-        return specific + routed
+            for sg in sm.rule.signatures:
+                for m in sg.regex.finditer(line):
+                    code = m.groupdict().get("cann_code") or m.groupdict().get("acl_code")
+                    info = lookup(code) if code else None
+                    if info is not None:
+                        found.append((info.specificity, m.start(), info, SigMatch(sm.rule, {k: v for k, v in m.groupdict().items() if v}, m.span())))
+        if not found:
+            return specific
+        _, _, info, best = min(found, key=lambda t: (t[0], t[1]))
+        if info.code in known:
+            return specific
+        target = self._by_id.get(info.rule, best.rule)
+        others = sorted({i.code for _, _, i, _ in found} - {info.code})
+        groups = dict(best.groups, code=info.code, **({"other_codes": ",".join(others)} if others else {}))
+        return specific + [SigMatch(target, groups, best.span)]
 
 
 def signature_set(catalogue: Catalogue) -> SignatureSet:

@@ -196,7 +196,45 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         raise InputError(f"{', '.join(paths)}: no log files found")
     spec = ScanSpec(signature_set(catalogue or load_catalogue()), engine=engine)
     scans = scan_files(files, spec, jobs=jobs)
+    known = [s for s in scans if s.get("readable") and s.get("recognised", 1)]
+    if not known and any(s.get("readable") for s in scans):
+        unread = sum(1 for s in scans if not s.get("readable"))
+        raise InputError(f"{', '.join(paths)}: {len(scans)} file(s) read ({unread} unreadable), none holds a line of a "
+                         f"known log grammar (MindSpore, CANN plog, torch_npu, Python logging or exceptions)")  # fmt: skip
+    found_jobs = jobs_of(scans)
+    if len(found_jobs) > 1:
+        where = "; ".join(f"{d or '.'} ({n} file(s))" for d, n in sorted(found_jobs.items())[:6])
+        raise InputError(f"{', '.join(paths)} holds the logs of {len(found_jobs)} separate jobs (the same rank's log in "
+                         f"several folders: {where}); run msdoctor logs on one job's folder at a time")  # fmt: skip
     return facts_from_scans(scans, skipped)
+
+
+def jobs_of(scans: list[dict[str, Any]]) -> dict[str, int]:
+    """Folders that each hold a whole job's logs, when a folder tree holds several jobs.
+
+    Two files with the same name that claim the same rank (three ``worker_0.log`` in three run folders,
+    each from its own msrun start) cannot belong to one job. Then each folder holding such a file is a job;
+    one job → ``{}``-like single entry.
+    """
+    by_name: dict[tuple[str, Any], set[str]] = {}
+    for s in scans:
+        if not s.get("readable"):
+            continue
+        rank = s.get("path_rank")
+        if rank is None:
+            continue
+        by_name.setdefault((os.path.basename(s["path"]), rank), set()).add(os.path.dirname(s["path"]))
+    clash = [dirs for dirs in by_name.values() if len(dirs) > 1]
+    if not clash:
+        return {"": len(scans)}
+    job_dirs = sorted(set().union(*clash))
+    out: dict[str, int] = {}
+    for s in scans:
+        d = os.path.dirname(s["path"])
+        owner = next((j for j in job_dirs if d == j or d.startswith(j + os.sep)), None)
+        if owner is not None:
+            out[owner] = out.get(owner, 0) + 1
+    return out
 
 
 def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, Any]] = ()) -> tuple[Facts, LogScan]:
@@ -204,6 +242,10 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     scan = LogScan(files=scans, skipped=list(skipped))
     for s in scans:
         scan.skipped.extend(s.get("skipped", []))
+        if s.get("readable") and s.get("recognised", 1) == 0 and len(scans) > 1:
+            # a README or a config beside the logs: not a log, so it names no rank and no missing rank
+            s["readable"] = False
+            scan.skipped.append({"file": s["path"], "reason": "no line of a known log grammar (not a log)"})
     ranks = _assign_ranks(scans)
     by_rank: dict[int, list[dict[str, Any]]] = {}
     launcher: list[dict[str, Any]] = []

@@ -222,6 +222,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if fast is not None:  # a per-step line seen before with other numbers: only its step matters
         m = fast[1].search(text)
         if m is not None:
+            st.recognised += 1
             _progress(st, fast[0], lineno, text, None, None, m.groupdict(), ts_lookup)
             return
     rec = parse_line(text)
@@ -410,6 +411,19 @@ def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> in
     return lineno
 
 
+def _head_grammar(head: bytes, max_lines: int = 400) -> int:
+    """Lines of a known log grammar (MindSpore, plog, torch_npu, Python logging, exceptions) in the head:
+    a file without any is not a log (a README, a config) and is not given a rank."""
+    n = 0
+    for raw in head.split(b"\n")[:max_lines]:
+        if not raw.strip():
+            continue
+        text = raw.decode("utf-8", "replace")
+        if parse_line(text).grammar != "plain" or parse_line(strip_prefixes(text)[0]).grammar != "plain":
+            n += 1
+    return n
+
+
 def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, Any]:
     hints = {k: sorted(v) for k, v in rank_hints(head).items()}
     if st.prefix_ranks:
@@ -437,7 +451,7 @@ def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, An
         "last_traceback": st.last_traceback,
         "exceptions": list(st.exceptions),
         "cluster_up": st.cluster_up,
-        "recognised": st.recognised,
+        "recognised": st.recognised + _head_grammar(head),
         "prefix_ranks": {str(k): v for k, v in sorted(st.prefix_ranks.items())[:1000]},
         "first_time": st.first_ts,
         "last_time": st.last_ts,
