@@ -1,0 +1,140 @@
+"""`msdoctor logs` on what users really paste: CANN code families as data, launcher prefixes, one process,
+several jobs, input that is no log. Log lines are copied exactly from the public threads named beside them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from msdoctor.engine.catalogue import load_catalogue
+from msdoctor.engine.codes import lookup
+from msdoctor.engine.evaluate import signature_set
+from msdoctor.facts.logformats import split_embedded, strip_prefixes
+from tests.conftest import run_cli
+from tests.logs.conftest import SAMPLES
+
+SIGS = signature_set(load_catalogue())
+
+# vllm-project/vllm-ascend#3413 (EI0002 from one process; torch_npu prefix with RankID)
+EI0002_ONE_PROCESS = (
+    "[ERROR] 2025-10-11-15:09:34 (PID:2969, Device:0, RankID:101) ERR00100 PTA call acl api failed.\n"
+    "EI0002: [PID: 2969] 2025-10-11-15:09:34.713.335 The wait execution of the Notify register times out. Reason: "
+    "The Notify register has not received the Notify record from remote rank: [24]. base information: "
+    "[streamID:[109], taskID[38], taskType[Notify Wait], tag[AllReduce_group_name_1654NHRAllReduceC\n"
+)
+# vllm-project/vllm-ascend#2800 (two codes on one line: the internal EH9999 wraps 507048)
+TWO_CODES = ("(VllmWorker TP1 pid=961) ERROR 09-07 01:11:09 [multiproc_executor.py:596] EH9999: [PID: 961] "
+             "2025-09-07-01:11:09.333.567 synchronize stream failed, runtime result = 507048[FUNC:ReportCallError]"
+             "[FILE:log_inner.cpp][LINE:161]")  # fmt: skip
+
+
+def fired(line: str) -> dict[str, dict[str, str]]:
+    return {m.rule.id: m.groups for m in SIGS.match(line)}
+
+
+def test_code_lookup_exact_family_and_unknown():
+    ei = lookup("EI0006")
+    assert ei and ei.known and ei.rule == "COMM080" and "socket" in ei.meaning and ei.role == "consequence"
+    other = lookup("EI0077")  # not listed: the family's meaning
+    assert other and not other.known and other.meaning == ei.family_meaning and other.component == "HCCL"
+    assert lookup("207018").rule == "MEM040" and lookup("507046").rule == "COMM080"  # type: ignore[union-attr]
+    assert lookup("507999").rule == "NUM030" and not lookup("507999").known  # type: ignore[union-attr]
+    assert lookup("EH9999").internal and not lookup("EE1002").internal  # type: ignore[union-attr]
+    assert lookup("EX1234") is None and lookup("999999") is None and lookup("E1234") is None
+
+
+def test_code_family_routed_by_data_and_specific_rule_keeps_precedence():
+    # CANN troubleshooting guide, OOM Error Due to Memory Allocation Failure (plog)
+    el = ("[ERROR] RUNTIME(2936187,python3):2022-04-21-14:19:39.429.491 [npu_driver.cc:780]2969960 "
+          "DevMemAllocHugePageManaged:report error module_type=1, module_name=EL9999")  # fmt: skip
+    assert fired(el)["MEM040"]["code"] == "EL9999"
+    # a public sample string: ("ACL stream sync timeout, error code is 507046", "流同步超时")
+    assert "COMM080" in fired('        ("ACL stream sync timeout, error code is 507046", "流同步超时"),')
+    ei2 = EI0002_ONE_PROCESS.splitlines()[1]
+    hits = fired(ei2)
+    assert "COMM021" in hits and not {"COMM080", "NUM030"} & set(hits)  # COMM021 knows EI0002
+    hits = fired(strip_prefixes(TWO_CODES)[0])
+    assert hits["NUM030"]["code"] == "507048" and hits["NUM030"]["other_codes"] == "EH9999"
+
+
+@pytest.mark.parametrize(("raw", "text", "rank"), [
+    ("[rank1]:[E606] operator():.../op_api_common.h:192 NPU function error: call failed, error code is 507015",
+     "operator():.../op_api_common.h:192 NPU function error: call failed, error code is 507015", 1),
+    ("(EngineCore_DP0 pid=3132) ERROR 10-15 16:32:16 [core.py:708] RuntimeError: npuSynchronizeDevice:build/CMakeFiles/"
+     "torch_npu.dir/compiler_depend.ts:508 NPU function error: AclrtSynchronizeDeviceWithTimeout, error code is 507013",
+     "RuntimeError: npuSynchronizeDevice:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:508 NPU function error: "
+     "AclrtSynchronizeDeviceWithTimeout, error code is 507013", None),
+    ("[rank0]:[W530 17:44:21.455843271 compiler_depend.ts:526] Warning: NPU warning, error code is 507035[Error]:",
+     "Warning: NPU warning, error code is 507035[Error]:", 0),
+    ("\x1b[31m[1,3]<stderr>:EE9999: Inner Error!\x1b[0m", "EE9999: Inner Error!", 1),
+])  # fmt: skip
+def test_prefixes_of_launchers_and_pastes_are_stripped(raw, text, rank):
+    assert strip_prefixes(raw) == (text, rank)
+
+
+def test_message_in_a_json_string_is_split_into_its_lines(tmp_path):
+    lines = EI0002_ONE_PROCESS.splitlines()
+    (tmp_path / "server.log").write_text(json.dumps({"level": "error", "message": "\n".join(lines)}) + "\n")
+    assert len(split_embedded(json.dumps("\n".join(lines)))) == 2
+    d = run_cli("logs", "--json", str(tmp_path / "server.log")).json()
+    assert d["root_cause"]["rule"] == "COMM021"
+
+
+def test_one_process_gets_a_root_cause_with_the_named_peer_not_comm504(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text(EI0002_ONE_PROCESS)
+    r = run_cli("logs", "--json", str(log))
+    d = r.json()
+    assert r.rc == 1
+    rc = d["root_cause"]
+    assert rc["rule"] == "COMM021" and "24" in rc["message"] and rc["named_culprit"]
+    assert any("peer 24" in c and "consequence" in c for c in rc["chain"])
+    assert "COMM504" not in {f["rule"] for f in d["findings"]}
+    text = run_cli("logs", str(log)).out
+    assert "Root cause: rank 101 (COMM021)" in text and "not determined" not in text  # RankID:101 of torch_npu
+
+
+def test_finding_carries_parsed_values_and_code_fix(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text(TWO_CODES + "\n")
+    f = next(x for x in run_cli("logs", "--json", str(log)).json()["findings"] if x["rule"] == "NUM030")
+    assert f["message"].startswith("507048 (Runtime): ACL_ERROR_RT_FFTS_PLUS_TIMEOUT")
+    assert "synchronize stream failed, runtime result = 507048" in f["message"] and "line(s)" in f["message"]
+    assert "plog names the kernel" in f["fix"] and f["data"]["cann"]["code"] == "507048"
+
+
+def test_several_jobs_in_one_folder_are_not_merged(tmp_path):
+    for job in ("run1", "run2", "run3"):
+        shutil.copytree(SAMPLES / "hang" / "logs", tmp_path / job)
+    r = run_cli("logs", str(tmp_path))
+    assert r.rc == 2 and "3 separate jobs" in r.err and len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+    assert run_cli("logs", str(tmp_path / "run2")).rc == 1  # one job at a time works
+
+
+def test_input_without_a_known_log_grammar_is_exit_2_not_clean(tmp_path):
+    (tmp_path / "notes.txt").write_text("Meeting notes\nWe will train the model next week.\n")
+    (tmp_path / "syslog.log").write_text("Dec  1 02:00:01 host CRON[123]: (root) CMD (run-parts /etc/cron.hourly)\n")
+    r = run_cli("logs", str(tmp_path))
+    assert r.rc == 2 and "known log grammar" in r.err and "✓" not in r.out
+
+
+def test_a_text_file_beside_the_logs_is_not_a_rank(tmp_path):
+    shutil.copytree(SAMPLES / "hang" / "logs", tmp_path / "logs")
+    (tmp_path / "logs" / "rank_7.txt").write_text("Notes about this run: rank 7 was slow yesterday.\n")
+    d = run_cli("logs", "--json", str(tmp_path / "logs")).json()
+    assert d["coverage"]["ranks"] == [0, 1] and d["coverage"]["missing_ranks"] == []
+    assert any("not a log" in s["reason"] for s in d["skipped"])
+
+
+def test_only_the_hung_ranks_log_is_not_a_clean_bill_of_health():
+    r = run_cli("logs", str(SAMPLES / "hang" / "logs" / "worker_1.log"))
+    assert "✓ no findings" not in r.out
+    assert "No error or warning found" in r.out and "Not judged" in r.out and "1 file(s) read" in r.out
+
+
+def test_coverage_in_json(tmp_path):
+    d = run_cli("logs", "--json", str(SAMPLES / "hang" / "logs")).json()
+    cov = d["coverage"]
+    assert cov["files_read"] == 4 and cov["ranks"] == [0, 1] and cov["lines"] > 100 and cov["jobs"] == 1
