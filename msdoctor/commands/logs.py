@@ -164,13 +164,22 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
     specific rule before a generic code-family rule, then the earliest."""
     from msdoctor.engine.codes import family_rules
 
+    from msdoctor.checks.logs import TASK_TIMEOUT_RE
+
     generic = family_rules()
     cands = [f for f in findings if not _is_correlation(f) and f.severity.value in ("error", "warning")]
     if not cands:
         return None
-    return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")),
-                                     ROLE_ORDER.get(str(f.data.get("role")), 2), f.rule in generic,
-                                     f.data.get("first_time") or float("inf"), f.rule))  # fmt: skip
+    collective = any(f.rule.startswith("COMM") and f.data.get("role") == "consequence" for f in cands)
+
+    def role(f: Finding) -> float:
+        r = ROLE_ORDER.get(str(f.data.get("role")), 2)
+        if collective and r == 0 and not f.rule.startswith("COMM") and any(TASK_TIMEOUT_RE.search(e.text) for e in f.evidence):
+            return 1.5  # a device-task time-out beside a collective time-out is that collective's task
+        return r
+
+    return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")), role(f),
+                                     f.rule in generic, f.data.get("first_time") or float("inf"), f.rule))  # fmt: skip
 
 
 def _named_culprit(f: Finding) -> list[str]:

@@ -30,11 +30,11 @@ class CodeInfo:
 
     @property
     def internal(self) -> bool:
-        """An internal catch-all (E*9000–E*9999 by the CANN code rules, or a 5xxxxx code not listed): it
-        wraps the real error, which is usually named by another code on the same or the next line."""
+        """An internal catch-all (E*9000–E*9999 by the CANN code rules, or an ACL 5xxxxx code outside the
+        runtime's 507xxx list): it wraps the real error, which another code or line usually names."""
         if self.code.startswith("E"):
             return self.code[2] == "9"
-        return self.code.startswith("5") and not self.known
+        return self.family == "5"
 
     @property
     def specificity(self) -> int:

@@ -22,6 +22,7 @@ from msdoctor.engine.catalogue import Rule
 from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.facts.logformats import (
     MSRUN_WORKER_RE,
+    TS_RE,
     SCHED_NODE_RE,
     file_kind,
     parse_line,
@@ -47,7 +48,8 @@ BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or 
 _DIGITS = re.compile(r"\d+")
 TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
 PROGRESS_HINT = "step"  # progress lines (LossMonitor, mindformers) carry no time stamp of their own
-CLUSTER_UP = "Cluster is successfully initialized"  # logged by every rank at the same moment (clock anchor)
+CLUSTER_UP = "Cluster is successfully initialized"
+TS_IN_LINE = ":"  # cheap guard before the stamp search  # logged by every rank at the same moment (clock anchor)
 
 
 @dataclass
@@ -229,6 +231,10 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     ts, ts_text = rec.time, rec.ts_text
     if rec.pid is not None:
         st.pids[rec.pid] = st.pids.get(rec.pid, 0) + 1
+    if ts is None and TS_IN_LINE in text:  # CANN's `EI0002: [PID: 1] 2025-…-02:16:03.427.598 …` carries its own stamp
+        m = TS_RE.search(text)
+        if m:
+            ts, ts_text = parse_ts(m.group(0)), m.group(0)
     lazy = ts is None and PROGRESS_HINT in text  # progress lines: the time is looked up once, at the end
     if ts is None and not lazy:
         ts, ts_text = ts_lookup()
