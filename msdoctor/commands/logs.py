@@ -162,9 +162,8 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
     """The signature finding that best explains the failure: errors before warnings, a root cause before a
     consequence (time-outs, msrun's "worker exited", "run task error" and the like are consequences), a
     specific rule before a generic code-family rule, then the earliest."""
-    from msdoctor.engine.codes import family_rules
-
     from msdoctor.checks.logs import TASK_TIMEOUT_RE
+    from msdoctor.engine.codes import family_rules
 
     generic = family_rules()
     cands = [f for f in findings if not _is_correlation(f) and f.severity.value in ("error", "warning")]

@@ -22,8 +22,8 @@ from msdoctor.engine.catalogue import Rule
 from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.facts.logformats import (
     MSRUN_WORKER_RE,
-    TS_RE,
     SCHED_NODE_RE,
+    TS_RE,
     file_kind,
     parse_line,
     parse_ts,
