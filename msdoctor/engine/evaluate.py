@@ -163,11 +163,13 @@ class SignatureSet:
         self._cache: dict[str, tuple[str, ...]] = {}
         self._by_id = {r.id: r for r, _, _ in self.entries}
         self._family: frozenset[str] = frozenset()
+        self.generic_ids: frozenset[str] = frozenset()  # the code-family rules (reported when nothing specific is)
         self._knows: dict[str, set[str]] = {}
         if any("cann_code" in rx.groupindex or "acl_code" in rx.groupindex for _, rx, _ in self.entries):
             from msdoctor.engine.codes import family_rules
 
             self._family = family_rules() & set(self._by_id)
+            self.generic_ids = self._family
             for r in self._by_id.values():  # the codes a specific rule is about: it keeps precedence on them
                 text = " ".join([r.title, r.detects] + [sg.pattern for sg in r.signatures])
                 self._knows[r.id] = set(_CODE_RE.findall(text))

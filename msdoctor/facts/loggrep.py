@@ -133,6 +133,11 @@ def _banner(fd: int, end: int) -> dict[str, str]:
     return split_banner((tail[: stop.start()] if stop else tail).decode("utf-8", "replace"))
 
 
+def _next_line(fd: int, end: int) -> str:
+    tail = os.pread(fd, 4096, end + 1)
+    return tail.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
 def _next_is_rule(fd: int, end: int) -> bool:
     return os.pread(fd, 2, end + 1) == b"--"
 
@@ -210,7 +215,8 @@ def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> Non
                 continue
             end = offset + len(body)
             _handle(f.st, spec, _decode(body, f.st), lineno, partial(_ts_before, f.fd, offset),
-                    partial(_banner, f.fd, end), partial(_next_is_rule, f.fd, end))  # fmt: skip
+                    partial(_banner, f.fd, end), partial(_next_is_rule, f.fd, end),
+                    partial(_next_line, f.fd, end))  # fmt: skip
         err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         for f in live.values():

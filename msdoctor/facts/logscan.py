@@ -160,6 +160,12 @@ def _ts_before(block: bytes, pos: int) -> tuple[float | None, str | None]:
     return ts_before(lambda a, b: block[a:b], pos)
 
 
+def _next_line(block: bytes, end: int) -> str:
+    """The line after the one ending at ``end`` (for messages wrapped over two lines)."""
+    stop = block.find(b"\n", end + 1, end + 4097)
+    return block[end + 1 : stop if stop >= 0 else end + 4097].decode("utf-8", "replace")
+
+
 def _next_is_rule(block: bytes, end: int) -> bool:
     return block[end + 1 : end + 3] == b"--"
 
@@ -202,7 +208,8 @@ def resolve_progress(st: _FileState) -> None:
 
 
 def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
-            banner_lookup: BannerLookup, next_is_rule: Callable[[], bool]) -> None:  # fmt: skip
+            banner_lookup: BannerLookup, next_is_rule: Callable[[], bool],
+            next_line: Callable[[], str] | None = None) -> None:  # fmt: skip
     """One candidate line as pasted: a JSON/repr string holding several lines is split at its literal
     ``\\n``; each line loses the prefixes a launcher or a paste put in front (``[rank1]:``, Ray's
     ``(pid=…)``, ANSI colour, a time stamp) unless the line already fits a known grammar as it is."""
@@ -212,11 +219,39 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             piece, rank = strip_prefixes(piece)
         if rank is not None:
             st.prefix_ranks[rank] = st.prefix_ranks.get(rank, 0) + 1
-        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank)
+        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line)
+
+
+CODE_HINT_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b")
+
+
+def _unwrap(spec: ScanSpec, text: str, matches: list[Any], next_line: Callable[[], str]) -> tuple[str, list[Any]]:
+    """A message a browser or terminal broke over two lines: when this error line matches no rule (or only a
+    generic code family), the line joined with the next one is tried; a specific rule there wins."""
+    nxt = next_line().strip()
+    if not nxt or nxt.startswith("[") or parse_line(nxt).grammar != "plain":
+        return text, matches
+    have = {m.rule.id for m in matches}
+    values = sum(len(m.groups) for m in matches)
+    for joiner in (" ", ""):
+        joined = text.rstrip() + joiner + nxt
+        found = spec.sigs.match(joined)
+        if {m.rule.id for m in found} - have - spec.sigs.generic_ids or (
+            have and have <= {m.rule.id for m in found} and sum(len(m.groups) for m in found) > values
+        ):
+            return joined, found
+    return text, matches
+
+
+def _incomplete(spec: ScanSpec, matches: list[Any]) -> bool:
+    """Only generic code-family matches, or specific ones that captured none of the values they name."""
+    return all(m.rule.id in spec.sigs.generic_ids or (not m.groups and any(sg.groups for sg in m.rule.signatures))
+               for m in matches)  # fmt: skip
 
 
 def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
-                 banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None) -> None:  # fmt: skip
+                 banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None,
+                 next_line: Callable[[], str] | None = None) -> None:  # fmt: skip
     """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
     lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
     key = _DIGITS.sub("", text)
@@ -241,6 +276,10 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if CLUSTER_UP in text and st.cluster_up is None:
         st.cluster_up = ts
     matches = spec.sigs.match(text)
+    if next_line is not None and _incomplete(spec, matches) and (
+        matches or rec.is_error or BARE_ERROR_RE.match(text) or CODE_HINT_RE.search(text)
+    ):
+        text, matches = _unwrap(spec, text, matches, next_line)
     if matches or rec.grammar != "plain":
         st.recognised += 1
     classified = False
@@ -402,7 +441,8 @@ def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> in
         raw = block[s:e]
         if not (has_nul and b"\x00" in raw):
             _handle(st, spec, _decode(raw, st), lineno + 1, partial(_ts_before, block, s),
-                    partial(_banner_after, block, e), partial(_next_is_rule, block, e))  # fmt: skip
+                    partial(_banner_after, block, e), partial(_next_is_rule, block, e),
+                    partial(_next_line, block, e))  # fmt: skip
         pos = e + 1
     lineno += block.count(b"\n", counted)
     if has_nul:  # rare: zero-filled tails, garbage pasted into a log; count the lines it spoils

@@ -138,3 +138,16 @@ def test_coverage_in_json(tmp_path):
     d = run_cli("logs", "--json", str(SAMPLES / "hang" / "logs")).json()
     cov = d["coverage"]
     assert cov["files_read"] == 4 and cov["ranks"] == [0, 1] and cov["lines"] > 100 and cov["jobs"] == 1
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_a_message_wrapped_over_two_lines_is_read_whole(tmp_path, spec, engine):
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    lines = EI0002_ONE_PROCESS.splitlines()
+    head, _, tail = lines[1].partition(" times out. ")  # the browser broke the EI0002 line after "register"
+    f = tmp_path / "paste.log"
+    f.write_text(lines[0] + "\n" + head + "\ntimes out. " + tail + "\n")
+    s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
+    hit = scan_file(str(f), s)["hits"]["COMM021"]["first"]
+    assert hit["groups"] == {"peer": "24"} and hit["line"] == 2
