@@ -34,57 +34,37 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--facts", metavar="FILE", help="replay the correlation from a facts snapshot instead of logs")
 
 
-def signature_findings(scan: LogScan) -> list[Finding]:
-    """One finding per signature rule over all files: a count, the ranks, the earliest lines as evidence."""
+def signature_findings(hits: list[dict[str, Any]]) -> list[Finding]:
+    """One finding per signature rule from the ``logs.hits`` facts: a count, the ranks, the parsed values of
+    the earliest line, the earliest lines as evidence. A hit of a rule this catalogue lacks is left out."""
     cat = load_catalogue()
-    agg: dict[str, dict[str, Any]] = {}
-    # msrun's console repeats the lines of the workers and the scheduler: a line of the console written by
-    # a process that has its own log file is counted there only.
-    own = {str(s["pids"][0]) for s in scan.files if s.get("readable") and s.get("pids") and s["kind"] != "msrun"}
-    own_rules = {rid for s in scan.files if s["kind"] != "msrun" for rid in (s.get("hits") or {})}
-    for s in scan.files:
-        rank = scan.file_rank.get(s["path"])
-        echo = s["kind"] == "msrun" or bool(s.get("msrun_workers"))
-        for rid, h in (s.get("hits") or {}).items():
-            rule = cat.get(rid)
-            if rule is None or (rule.role == "progress" and rule.severity.value == "info"):
-                continue
-            count = h["count"]
-            if echo:
-                count -= sum(n for pid, n in h.get("pids", {}).items() if pid in own or (pid == "-1" and rid in own_rules))
-                if count <= 0:
-                    continue
-            a = agg.setdefault(rid, {"count": 0, "per_rank": {}, "firsts": []})
-            a["count"] += count
-            key = "launcher" if rank is None else str(rank)
-            a["per_rank"][key] = a["per_rank"].get(key, 0) + count
-            a["firsts"].append((h["first"].get("time") or float("inf"), s["path"], h["first"], rank))
     out: list[Finding] = []
-    for rid, a in agg.items():
-        rule = cat.get(rid)
-        assert rule is not None
-        firsts = sorted(a["firsts"], key=lambda t: (t[0], t[1]))
-        ranks = sorted(int(k) for k in a["per_rank"] if k != "launcher")
-        evidence = tuple(Evidence(text=f["text"], file=path, line=f["line"]) for _, path, f, _ in firsts[:MAX_EVIDENCE])
-        where = f"on rank(s) {_short(ranks)}" if ranks else ("in one process" if len(scan.files) == 1 else "in launcher/scheduler logs")
-        first = firsts[0][2]
+    for h in hits:
+        rule = cat.get(h["rule"])
+        if rule is None or not h.get("firsts"):
+            continue
+        firsts = h["firsts"]
+        ranks = list(h.get("ranks") or [])
+        per_rank = h.get("per_rank") or {}
+        evidence = tuple(Evidence(text=f["text"], file=f.get("file"), line=f.get("line")) for f in firsts[:MAX_EVIDENCE])
+        where = f"on rank(s) {_short(ranks)}" if ranks else ("in one process" if h.get("one_file") else "in launcher/scheduler logs")
+        first = firsts[0]
         groups = first.get("groups") or {}
         info = _code(groups)
-        prank = first.get("prank")
-        rank = ranks[0] if len(ranks) == 1 and "launcher" not in a["per_rank"] else prank
+        rank = ranks[0] if len(ranks) == 1 and "launcher" not in per_rank else first.get("prank")
         hit = Hit(
-            message=describe(first, info, f"{a['count']} line(s) {where}"),
+            message=describe(first, info, f"{h['count']} line(s) {where}"),
             evidence=evidence,
             rank=rank,
             step=_step_of(first),
-            data={"ranks": ranks[:1000], "per_rank": dict(list(a["per_rank"].items())[:1000]),
-                  "role": first.get("role") or rule.role, "first_time": firsts[0][0] if firsts[0][0] != float("inf") else None,
+            data={"ranks": ranks[:1000], "per_rank": dict(list(per_rank.items())[:1000]),
+                  "role": first.get("role") or rule.role, "first_time": first.get("time"),
                   **({"groups": groups} if groups else {}), **({"cann": info.to_dict()} if info else {})},  # fmt: skip
         )
         f = finding_from_hit(rule, hit)
         if info is not None:  # the code's own fix (or its family's) is more precise than the generic rule's
             f.fix = f"{info.fix} Confirm: {info.confirm}".strip()
-        f.count = a["count"]
+        f.count = int(h["count"])
         out.append(f)
     return sort_findings(out)
 
@@ -234,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     catalogue = load_catalogue()
     if bool(args.paths) == bool(args.facts):
         raise UsageError("give log PATHs or --facts FILE (one of them)")
-    if args.facts:  # replay: the verdict from the snapshot; signature findings need the logs themselves
+    if args.facts:  # replay: every finding from the snapshot (the correlation and the signature hits)
         facts = Facts.load(args.facts, expect=("logs",))
         scan = LogScan(skipped=list(facts.get_known("logs.skipped") or []))
     else:
@@ -244,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     ev = run_checks(catalogue.select(source="log", kind="check"), facts)
     correlation = [f for f in ev.findings if f.data.get("root_cause") or "reason" in f.data]
     others = [f for f in ev.findings if f not in correlation]
-    findings = correlation + sort_findings(others + signature_findings(scan))
+    findings = correlation + sort_findings(others + signature_findings(facts.get_known("logs.hits") or []))
     states = verdict(facts, {}).get("states", {}) if facts.is_known("logs.ranks") else {}
     rows = timeline(facts, states)
     rc = root_cause(findings)

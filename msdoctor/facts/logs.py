@@ -281,10 +281,51 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     }, SOURCE)  # fmt: skip
     facts.set("logs.files", [{"file": s["path"], "rank": s.get("rank"), "rank_source": s.get("rank_source"),
                               "kind": s["kind"], "lines": s.get("lines"), "size": s.get("size")} for s in scans], SOURCE)  # fmt: skip
+    facts.set("logs.hits", signature_hits(scan), SOURCE)
     # A skipped file still says, by its name, whose log it was: a rank whose only log is unreadable is not
     # "silent", and the verdict must say so rather than read its silence as a hang.
     facts.set("logs.skipped", [dict(k, rank=rank_from_path(str(k.get("file", "")))[0]) for k in scan.skipped], SOURCE)
     return facts, scan
+
+
+MAX_FIRSTS = 5
+
+
+def signature_hits(scan: LogScan) -> list[dict[str, Any]]:
+    """Per signature rule over all files: the count, the count per rank, and its earliest lines with what
+    the rule parsed from them (fact ``logs.hits``; ``msdoctor logs`` renders one finding per entry).
+
+    msrun's console repeats the lines of the workers and the scheduler: a line of the console written by a
+    process that has its own log file is counted there only. Plain progress lines are not hits.
+    """
+    agg: dict[str, dict[str, Any]] = {}
+    own = {str(s["pids"][0]) for s in scan.files if s.get("readable") and s.get("pids") and s["kind"] != "msrun"}
+    own_rules = {rid for s in scan.files if s["kind"] != "msrun" for rid in (s.get("hits") or {})}
+    for s in scan.files:
+        rank = scan.file_rank.get(s["path"])
+        echo = s["kind"] == "msrun" or bool(s.get("msrun_workers"))
+        for rid, h in (s.get("hits") or {}).items():
+            first = h["first"]
+            if first.get("role") == "progress" and first.get("severity") == "info":
+                continue
+            count = h["count"]
+            if echo:
+                count -= sum(n for pid, n in h.get("pids", {}).items() if pid in own or (pid == "-1" and rid in own_rules))
+                if count <= 0:
+                    continue
+            a = agg.setdefault(rid, {"count": 0, "per_rank": {}, "firsts": []})
+            a["count"] += count
+            key = "launcher" if rank is None else str(rank)
+            a["per_rank"][key] = a["per_rank"].get(key, 0) + count
+            ev = {k: first[k] for k in ("line", "text", "time", "ts", "groups", "prank", "role", "severity", "step") if first.get(k) is not None}
+            a["firsts"].append(dict(ev, file=s["path"]))
+    out = []
+    for rid, a in sorted(agg.items()):
+        firsts = sorted(a["firsts"], key=lambda e: (e.get("time") if e.get("time") is not None else float("inf"), e["file"]))
+        out.append({"rule": rid, "count": a["count"], "per_rank": dict(list(a["per_rank"].items())[:1000]),
+                    "ranks": sorted(int(k) for k in a["per_rank"] if k != "launcher")[:1000],
+                    "firsts": firsts[:MAX_FIRSTS], "one_file": len(scan.files) == 1})  # fmt: skip
+    return out
 
 
 def _launcher_facts(scans: list[dict[str, Any]], pid_rank: dict[int, int], has_file: set[int]) -> dict[str, Any]:

@@ -73,6 +73,8 @@ def test_facts_snapshot_round_trip_gives_the_same_verdict(tmp_path):
     assert first.rc == replay.rc == 1
     assert replay.json()["root_cause"] == first.json()["root_cause"]
     assert replay.json()["timeline"] == first.json()["timeline"]
+    # every finding is replayed, the signature findings too (they are facts: logs.hits)
+    assert replay.json()["findings"] == first.json()["findings"] and len(first.json()["findings"]) > 3
     both = run_cli("logs", str(SAMPLES / "hang"), "--facts", str(snap))
     assert both.rc == 2 and "one of them" in both.err
 
