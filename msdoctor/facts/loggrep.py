@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
 
@@ -23,7 +24,7 @@ from msdoctor.facts.logformats import (
     parse_ts,
     split_banner,  # noqa: I001
 )
-from msdoctor.facts.logscan import (
+from msdoctor.facts.logstate import (
     CLUSTER_UP,
     HEAD,
     TS_BYTES_RE,
@@ -157,10 +158,12 @@ def usable(spec: ScanSpec) -> tuple[str, ...] | None:
     return grep_args(pats) if pats else None
 
 
-def scan_batch(paths: list[str], spec: ScanSpec) -> list[dict[str, Any]]:
-    """Scan several files with one grep process (its start-up and pattern compile cost ~10 ms)."""
-    from msdoctor.facts.logscan import scan_file
+def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanSpec], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Scan several files with one grep process (its start-up and pattern compile cost ~10 ms).
 
+    ``scan_file`` is the Python engine, for what grep cannot read (no grep, ``.gz``); passed in by
+    :mod:`logscan` so that this module depends on the state machine only, not on the other engine.
+    """
     args = usable(spec)
     if args is None:
         return [scan_file(p, ScanSpec(spec.sigs, engine="python")) for p in paths]

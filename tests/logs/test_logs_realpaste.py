@@ -151,3 +151,14 @@ def test_a_message_wrapped_over_two_lines_is_read_whole(tmp_path, spec, engine):
     s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
     hit = scan_file(str(f), s)["hits"]["COMM021"]["first"]
     assert hit["groups"] == {"peer": "24"} and hit["line"] == 2
+
+
+def test_the_grep_engine_depends_on_the_state_machine_not_on_the_python_engine():
+    import ast
+    from pathlib import Path
+
+    import msdoctor.facts.loggrep as loggrep
+
+    tree = ast.parse(Path(loggrep.__file__).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "msdoctor.facts.logstate" in imported and "msdoctor.facts.logscan" not in imported
