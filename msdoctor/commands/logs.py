@@ -157,8 +157,14 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
             return 1.5  # a device-task time-out beside a collective time-out is that collective's task
         return r
 
+    def names_culprit(f: Finding) -> bool:
+        return any((f.data.get("groups") or {}).get(k) for k in PEER_KEYS)
+
+    # among equals, a line that names the rank/node it waited for says more (msrun's `Time out nodes are
+    # ['3']` before `Scheduler process … exit with exception`)
     return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")), role(f),
-                                     f.rule in generic, f.data.get("first_time") or float("inf"), f.rule))  # fmt: skip
+                                     f.rule in generic, not names_culprit(f), f.data.get("first_time") or float("inf"),
+                                     f.rule))  # fmt: skip
 
 
 def _named_culprit(f: Finding) -> list[str]:

@@ -162,3 +162,16 @@ def test_the_grep_engine_depends_on_the_state_machine_not_on_the_python_engine()
     tree = ast.parse(Path(loggrep.__file__).read_text(encoding="utf-8"))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "msdoctor.facts.logstate" in imported and "msdoctor.facts.logscan" not in imported
+
+
+def test_the_node_msrun_names_leads_the_headline_with_its_caveat(tmp_path):
+    # candle-org/MindAct#1983 (msrun console, 910A): the scheduler exit and the timed-out node list
+    (tmp_path / "paste.log").write_text(
+        "[ERROR] ME(162078:281473590168608,MainProcess):2025-03-10-09:40:38.720.000 [mindspore/parallel/cluster/"
+        "process_entity/_api.py:331] Scheduler process 162146 exit with exception.\n"
+        "[ERROR] ME(162078:281473590168608,MainProcess):2025-03-10-09:40:38.722.000 [mindspore/parallel/cluster/"
+        "process_entity/_api.py:431] Time out nodes are ['3']\n"
+    )
+    rc = run_cli("logs", "--json", str(tmp_path / "paste.log")).json()["root_cause"]
+    assert rc["rule"] == "COMM004" and "'3'" in rc["message"]
+    assert rc["named_culprit"] and "consequence" in rc["chain"][0]
