@@ -166,10 +166,14 @@ def summarise(scores: list[Score]) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
+def write_results(text: str, corpus: Path | None = None) -> None:
+    import datetime as _dt
+
     head = "## Real-world logs (`bench/realworld.py`)"
+    where = "`tests/realworld/logs/`" if corpus is None else f"`{corpus}` (`--corpus`)"
+    when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = (
-        f"{head}\n\n`msdoctor logs --json` on every case of `tests/realworld/logs/` (log text pasted by real "
+        f"{head}\n\nMeasured {when}: `msdoctor logs --json` on every case of {where} (log text pasted by real "
         "users in public threads; each case's SOURCE.md gives the thread and the expected verdict). "
         "Right category = found + partial.\n\n" + text + "\n"
     )
@@ -184,7 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--write", action="store_true", help="replace the section in bench/RESULTS.md")
     ap.add_argument("--verbose", "-v", action="store_true")
+    ap.add_argument("--corpus", type=Path, default=None, help="score the cases of another folder (default: tests/realworld/logs)")
     args = ap.parse_args(argv)
+    global CORPUS
+    default = CORPUS
+    if args.corpus is not None:
+        CORPUS = args.corpus
     scores = [score(c) for c in cases(args.cases)]
     for s in scores:
         if args.verbose or s.status != "found":
@@ -193,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     text = summarise(scores)
     print(text)
     if args.write:
-        write_results(text)
+        write_results(text, None if CORPUS == default else CORPUS)
     return 0
 
 
