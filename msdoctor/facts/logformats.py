@@ -135,10 +135,15 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rank", re.compile(r"^\s*\[rank(\d+)\]:\s?")),
     ("rank", re.compile(r"^\s*\[(\d+),\d+\]<(?:stdout|stderr)>:\s?")),
-    ("pid", re.compile(r"^\s*\((?:[\w.:-]+ )?pid=(\d+)(?:, ip=[\d.:a-f]+)?\)\s?")),
+    ("pid", re.compile(r"^\s*\((?:[\w.:-]+ ){0,3}pid=(\d+)(?:, ip=[\d.:a-f]+)?\)\s?")),
     ("", re.compile(r"^\s*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] ")),
     ("", re.compile(r"^\s*\[[EWIF]\d{3,4}(?: [^\]]{0,120})?\] ")),
+    # glog (`E0606 10:00:00.123456 12345 file.cc:123] `) and sglang (`[2025-06-05 02:54:50 TP0] `)
+    ("", re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\] ")),
+    ("", re.compile(r"^\s*\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?: [A-Za-z]+\d*){0,2}\] ")),
     ("", re.compile(r"^\s*\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s*(?:\|\s*|- )?(?=\S)")),
+    # loguru's `| ERROR    | module:func:12 - ` after its time stamp
+    ("", re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL|SUCCESS)\s*\| [\w.:<>-]+ - ")),
     ("", re.compile(r"^[a-z][\w.]*-\d+: (?=\S)")),  # pdsh / DeepSpeed host prefix `worker-1: `
     ("", re.compile(r"^\s+(?=\S)")),
 )

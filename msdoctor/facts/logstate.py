@@ -183,6 +183,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
     """One candidate line as pasted: a JSON/repr string holding several lines is split at its literal
     ``\\n``; each line loses the prefixes a launcher or a paste put in front (``[rank1]:``, Ray's
     ``(pid=…)``, ANSI colour, a time stamp) unless the line already fits a known grammar as it is."""
+    if text.endswith("\r"):  # CRLF files (pasted from Windows): `$` in a rule must still match
+        text = text.rstrip("\r")
     for piece in split_embedded(text):
         rank: int | None = None
         if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
