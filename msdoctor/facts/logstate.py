@@ -76,10 +76,15 @@ class ScanSpec:
 def _bytes_pattern(pattern: str) -> bytes:
     """A str signature as an equivalent-enough bytes alternative (named groups dropped, flags scoped)."""
     p = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+    # A leading word boundary defeats sre's first-character skip for the whole alternation (every branch is
+    # then tried at every byte); without it the pre-filter only matches more, and the rule's regex decides.
+    while p.startswith(("\\b", "(?:\\b")):
+        p = p.replace("\\b", "", 1)
     m = re.match(r"^\(\?([aiLmsux]+)\)", p)
     if m:  # global flags are only legal at the very start of the combined regex: scope them
         p = f"(?{m.group(1).replace('u', '')}:{p[m.end():]})"
     return p.encode("utf-8")
+
 
 def _event(rule: str | None, role: str, severity: str, lineno: int, text: str, ts: float | None,
            ts_text: str | None, groups: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:  # fmt: skip
