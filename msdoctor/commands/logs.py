@@ -285,7 +285,8 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
         if rc.get("fix") and rc.get("verdict") == "first-error":
             out.print(f"  fix: {escape(str(rc['fix']).split(chr(10))[0][:300])}")
     else:
-        out.print(f"[bold]Root cause:[/] not determined — {escape(str(rc.get('reason')))}")
+        what = "unrecognised error" if rc.get("verdict") == "unrecognised-error" else "not determined"
+        out.print(f"[bold]Root cause:[/] {what} — {escape(str(rc.get('reason')))}")
     shown = rows if verbose else _interesting(rows, rc.get("rank"))
     out.print("[bold]Timeline[/] (per rank: how its log ends, first anomaly, last progress)")
     for r in shown:

@@ -179,3 +179,13 @@ def test_the_node_msrun_names_leads_the_headline_with_its_caveat(tmp_path):
     rc = run_cli("logs", "--json", str(tmp_path / "paste.log")).json()["root_cause"]
     assert rc["rule"] == "COMM004" and "'3'" in rc["message"]
     assert rc["named_culprit"] and "consequence" in rc["chain"][0]
+
+
+def test_an_error_no_rule_knows_is_still_named_as_the_first_error(tmp_path):
+    # a real CANN driver line (shared/faults.md §4.1): no catalogue rule recognises it
+    (tmp_path / "plog-17381_20221201.log").write_text(
+        "[ERROR] DRV(17381,python):2022-12-01-03:02:29.391.021 [ascend][curpid: 17381, 17381][drv][tsdrv]"
+        "[share_log_read 552]hdc connect down, devid(0) fid(0) tsid(0) hdc connect down, devid(0) fid(0) tsid(0)\n"
+    )
+    r = run_cli("logs", str(tmp_path / "plog-17381_20221201.log"))
+    assert "Root cause: unrecognised error" in r.out and "hdc connect down" in r.out and "not determined" not in r.out
