@@ -255,7 +255,7 @@ def coverage(facts: Facts, scan: LogScan, rows: list[dict[str, Any]]) -> dict[st
     read = [f for f in scan.files if f.get("readable")]
     return {
         "files_read": len(read) if scan.files else len(files),
-        "files_skipped": len({str(k.get("file")) for k in scan.skipped if "line" not in k}),
+        "files_skipped": len({str(k.get("file")) for k in scan.skipped} - {str(f["path"]) for f in read}),
         "lines": sum(int(f.get("lines") or 0) for f in (read or files)),
         "ranks": sorted(r["rank"] for r in rows if r["ends"] != "missing"),
         "missing_ranks": list(facts.get_known("logs.missing_ranks") or []),

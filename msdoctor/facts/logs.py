@@ -217,10 +217,11 @@ def jobs_of(scans: list[dict[str, Any]]) -> dict[str, int]:
     one job → ``{}``-like single entry.
     """
     by_name: dict[tuple[str, Any], set[str]] = {}
+    assigned = _assign_ranks(scans)  # the rank the content names wins over the path (multi-node folders)
     for s in scans:
         if not s.get("readable"):
             continue
-        rank = s.get("path_rank")
+        rank = assigned.get(s["path"], (None, ""))[0]
         if rank is None:
             continue
         by_name.setdefault((os.path.basename(s["path"]), rank), set()).add(os.path.dirname(s["path"]))

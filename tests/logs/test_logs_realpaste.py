@@ -189,3 +189,12 @@ def test_an_error_no_rule_knows_is_still_named_as_the_first_error(tmp_path):
     )
     r = run_cli("logs", str(tmp_path / "plog-17381_20221201.log"))
     assert "Root cause: unrecognised error" in r.out and "hdc connect down" in r.out and "not determined" not in r.out
+
+
+def test_per_node_folders_of_one_job_are_not_taken_for_several_jobs(tmp_path):
+    # the same file name in two folders, but the content names two different ranks: one job, two nodes
+    for node, worker in (("node_a", "worker_0.log"), ("node_b", "worker_1.log")):
+        (tmp_path / node).mkdir()
+        shutil.copy(SAMPLES / "hang" / "logs" / worker, tmp_path / node / "rank_0.log")
+    r = run_cli("logs", "--json", str(tmp_path))
+    assert r.rc == 1 and r.json()["coverage"]["ranks"] == [0, 1]
