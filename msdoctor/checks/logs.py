@@ -85,7 +85,7 @@ def _most_specific(roots: list[dict[str, Any]]) -> dict[str, Any]:
 
     def key(ie: tuple[int, dict[str, Any]]) -> tuple[int, int, int]:
         i, e = ie
-        code = (e.get("groups") or {}).get("code")
+        code = (e.get("groups") or {}).get("family_code")
         info = lookup(code) if code else None
         return (int(e.get("rule") in generic), info.specificity if info else 0, i)
 

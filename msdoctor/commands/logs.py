@@ -76,7 +76,7 @@ STEP_RE = re.compile(r"\b[Ss]tep[:=\s\[]*(\d+)")
 
 
 def _code(groups: Mapping[str, str]) -> Any:
-    code = groups.get("code") or groups.get("cann_code") or groups.get("acl_code")
+    code = groups.get("family_code")  # set by a code-family rule only: a rule's own `code` group keeps its text
     if not code:
         return None
     from msdoctor.engine.codes import lookup
@@ -100,7 +100,7 @@ def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
 
     body = parse_line(strip_prefixes(str(ev.get("text", "")))[0]).message.strip()
     quote = body if len(body) <= 220 else body[:219] + "…"
-    groups = {k: v for k, v in (ev.get("groups") or {}).items() if k not in ("code", "cann_code", "acl_code")}
+    groups = {k: v for k, v in (ev.get("groups") or {}).items() if k not in ("family_code", "cann_code", "acl_code")}
     parts = []
     if info is not None:
         known = "" if info.known else f" (a code of the {info.family} family not listed by msdoctor)"

@@ -236,7 +236,7 @@ class SignatureSet:
             return specific
         target = self._by_id.get(info.rule, best.rule)
         others = sorted({i.code for _, _, i, _ in found} - {info.code})
-        groups = dict(best.groups, code=info.code, **({"other_codes": ",".join(others)} if others else {}))
+        groups = dict(best.groups, family_code=info.code, **({"other_codes": ",".join(others)} if others else {}))
         return specific + [SigMatch(target, groups, best.span)]
 
 

@@ -303,7 +303,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
 
 def _code_role(groups: dict[str, str]) -> str | None:
     """A code-family match takes its role from the code's data (a stream-sync time-out is a consequence)."""
-    code = groups.get("code")
+    code = groups.get("family_code")
     if not code:
         return None
     from msdoctor.engine.codes import lookup

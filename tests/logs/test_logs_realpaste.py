@@ -49,14 +49,14 @@ def test_code_family_routed_by_data_and_specific_rule_keeps_precedence():
     # CANN troubleshooting guide, OOM Error Due to Memory Allocation Failure (plog)
     el = ("[ERROR] RUNTIME(2936187,python3):2022-04-21-14:19:39.429.491 [npu_driver.cc:780]2969960 "
           "DevMemAllocHugePageManaged:report error module_type=1, module_name=EL9999")  # fmt: skip
-    assert fired(el)["MEM040"]["code"] == "EL9999"
+    assert fired(el)["MEM040"]["family_code"] == "EL9999"
     # a public sample string: ("ACL stream sync timeout, error code is 507046", "流同步超时")
     assert "COMM080" in fired('        ("ACL stream sync timeout, error code is 507046", "流同步超时"),')
     ei2 = EI0002_ONE_PROCESS.splitlines()[1]
     hits = fired(ei2)
     assert "COMM021" in hits and not {"COMM080", "NUM030"} & set(hits)  # COMM021 knows EI0002
     hits = fired(strip_prefixes(TWO_CODES)[0])
-    assert hits["NUM030"]["code"] == "507048" and hits["NUM030"]["other_codes"] == "EH9999"
+    assert hits["NUM030"]["family_code"] == "507048" and hits["NUM030"]["other_codes"] == "EH9999"
 
 
 @pytest.mark.parametrize(("raw", "text", "rank"), [
