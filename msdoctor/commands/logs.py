@@ -134,6 +134,12 @@ ROLE_ORDER = {"root": 0, "consequence": 1}
 PEER_KEYS = ("peer", "remote", "remote_rank", "node", "nodes", "dest_rank", "src_rank")
 
 
+def _peer_keys(groups: Mapping[str, Any]) -> list[str]:
+    """The values a line gives about the other end: `peer*` / `remote*` groups (rank, IP, server, device)
+    and the nodes a launcher names."""
+    return [k for k in groups if groups[k] and (k in PEER_KEYS or k.startswith(("peer", "remote")))]
+
+
 def _is_correlation(f: Finding) -> bool:
     return bool(f.data.get("root_cause")) or "reason" in f.data
 
@@ -158,7 +164,7 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
         return r
 
     def names_culprit(f: Finding) -> bool:
-        return any((f.data.get("groups") or {}).get(k) for k in PEER_KEYS)
+        return bool(_peer_keys(f.data.get("groups") or {}))
 
     # among equals, a line that names the rank/node it waited for says more (msrun's `Time out nodes are
     # ['3']` before `Scheduler process … exit with exception`)
@@ -169,7 +175,7 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
 
 def _named_culprit(f: Finding) -> list[str]:
     groups = f.data.get("groups") or {}
-    named = [f"{k.replace('_', ' ')} {groups[k]}" for k in PEER_KEYS if groups.get(k)]
+    named = [f"{k.replace('_', ' ')} {groups[k]}" for k in _peer_keys(groups)]
     if not named:
         return []
     return [f"the message itself names {', '.join(named)}: the fault may be there — this process's "
