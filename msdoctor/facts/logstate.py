@@ -121,6 +121,7 @@ class _FileState:
         self.lines = 0
         self.prefix_ranks: dict[int, int] = {}  # rank → lines whose prefix named it (`[rank3]:`, `[3,0]<stderr>:`)
         self.recognised = 0  # lines of a known grammar or matching a rule: is this a log at all?
+        self.specific_line = -10  # the last line a catalogue rule (not a code family) read as an error
 
     def add_anomaly(self, ev: dict[str, Any]) -> None:
         self.anomalies += 1
@@ -212,7 +213,7 @@ def _unwrap(spec: ScanSpec, text: str, matches: list[Any], next_line: Callable[[
         joined = text.rstrip() + joiner + nxt
         found = spec.sigs.match(joined)
         if {m.rule.id for m in found} - have - spec.sigs.generic_ids or (
-            have and have <= {m.rule.id for m in found} and sum(len(m.groups) for m in found) > values
+            have and have <= {m.rule.id for m in found} and sum(len(m.groups) for m in found if m.rule.id in have) > values
         ):
             return joined, found
     return text, matches
@@ -253,6 +254,13 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         matches or rec.is_error or BARE_ERROR_RE.match(text) or CODE_HINT_RE.search(text)
     ):
         text, matches = _unwrap(spec, text, matches, next_line)
+    generic = spec.sigs.generic_ids
+    if matches and rec.grammar == "plain" and all(m.rule.id in generic for m in matches) and lineno - st.specific_line <= 1:
+        # the next line of a message a catalogue rule already read (`rtStreamSynchronize… execute failed` then
+        # `synchronize stream failed, runtime result = 507011`): its code is that rule's detail, not a new fault
+        matches = []
+    elif any(m.rule.id not in generic and m.rule.severity.value == "error" for m in matches):
+        st.specific_line = lineno
     if matches or rec.grammar != "plain":
         st.recognised += 1
     classified = False

@@ -198,3 +198,20 @@ def test_per_node_folders_of_one_job_are_not_taken_for_several_jobs(tmp_path):
         shutil.copy(SAMPLES / "hang" / "logs" / worker, tmp_path / node / "rank_0.log")
     r = run_cli("logs", "--json", str(tmp_path))
     assert r.rc == 1 and r.json()["coverage"]["ranks"] == [0, 1]
+
+
+def test_the_code_on_the_next_line_of_a_message_a_rule_read_is_that_rules_detail(tmp_path):
+    # https://discuss.mindspore.cn/t/topic/1156: the runtime result under COMM036's stream failure is not a
+    # second fault (NUM030 would have made it the headline, a kernel error, while ranks waited on an eval)
+    (tmp_path / "paste.log").write_text(
+        "rtStreamSynchronizeWithTimeout execute failed, reason=[the model stream execute failed][FUNC:FuncErrorReason]"
+        "[FILE:error_message_manage.cc][LINE:50]\n"
+        "synchronize stream failed, runtime result = 507011[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]\n"
+    )
+    d = run_cli("logs", "--json", str(tmp_path / "paste.log")).json()
+    assert [f["rule"] for f in d["findings"]] == ["COMM036"] and d["root_cause"]["rule"] == "COMM036"
+    # on its own the same line is a runtime failure of the device
+    (tmp_path / "alone.log").write_text(
+        "synchronize stream failed, runtime result = 507011[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]\n"
+    )
+    assert run_cli("logs", "--json", str(tmp_path / "alone.log")).json()["root_cause"]["rule"] == "NUM030"
