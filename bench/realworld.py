@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="replace the section in bench/RESULTS.md")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--corpus", type=Path, default=None, help="score the cases of another folder (default: tests/realworld/logs)")
+    ap.add_argument("--clear-gaps", action="store_true",
+                    help="remove the expect.gap marker of every case that is now found (after an engine change)")  # fmt: skip
     args = ap.parse_args(argv)
     global CORPUS
     default = CORPUS
@@ -201,6 +203,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"rank={s.headline_rank} {s.why}")
     text = summarise(scores)
     print(text)
+    cleared = [sc.case for sc in scores if sc.status == "found" and sc.case.meta.get("expect.gap")]
+    if cleared:
+        print(f"{len(cleared)} case(s) marked expect.gap are now found" + ("" if args.clear_gaps else " (--clear-gaps removes the markers)"))
+        if args.clear_gaps:
+            for c in cleared:
+                src = c.path / "SOURCE.md"
+                kept = [ln for ln in src.read_text(encoding="utf-8").splitlines(keepends=True) if not ln.startswith("expect.gap:")]
+                src.write_text("".join(kept), encoding="utf-8")
     if args.write:
         write_results(text, None if CORPUS == default else CORPUS)
     return 0
