@@ -232,7 +232,9 @@ class SignatureSet:
         if not found:
             return specific
         _, _, info, best = min(found, key=lambda t: (t[0], t[1]))
-        if info.code in known:
+        # A catalogue rule that read this very line as an error keeps it, whether or not it names the code
+        # (`rtStreamSynchronize:ErrCode=507011, desc=[the model stream execute failed]` is COMM036's).
+        if info.code in known or any(sm.rule.severity.value == "error" and sm.rule.role != "progress" for sm in specific):
             return specific
         target = self._by_id.get(info.rule, best.rule)
         others = sorted({i.code for _, _, i, _ in found} - {info.code})

@@ -215,3 +215,14 @@ def test_the_code_on_the_next_line_of_a_message_a_rule_read_is_that_rules_detail
         "synchronize stream failed, runtime result = 507011[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]\n"
     )
     assert run_cli("logs", "--json", str(tmp_path / "alone.log")).json()["root_cause"]["rule"] == "NUM030"
+
+
+def test_a_rule_that_read_the_line_as_an_error_keeps_it_from_the_code_family():
+    # https://discuss.mindspore.cn/t/topic/1156, two lines joined as a paste that lost its line break: COMM036
+    # reads the stream failure; the runtime result inside is its detail, not a kernel fault for NUM030
+    second = "synchronize stream failed, runtime result = 507011[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]"
+    line = ("rtStreamSynchronizeWithTimeout execute failed, reason=[the model stream execute failed][FUNC:FuncErrorReason]"
+            "[FILE:error_message_manage.cc][LINE:50] " + second)  # fmt: skip
+    assert "NUM030" in fired(second)
+    hits = fired(line)
+    assert "NUM030" not in hits and "COMM036" in hits
