@@ -231,8 +231,6 @@ def run(args: argparse.Namespace) -> int:
         scan = LogScan(skipped=list(facts.get_known("logs.skipped") or []))
     else:
         facts, scan = collect(args.paths, catalogue, jobs=args.jobs, engine=args.engine)
-    if args.dump_facts:
-        facts.dump(args.dump_facts)
     ev = run_checks(catalogue.select(source="log", kind="check"), facts)
     correlation = [f for f in ev.findings if f.data.get("root_cause") or "reason" in f.data]
     others = [f for f in ev.findings if f not in correlation]
@@ -247,6 +245,9 @@ def run(args: argparse.Namespace) -> int:
                   "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
                             f"({e.get('file')}:{e.get('line')})"}  # fmt: skip
     cov = coverage(facts, scan, rows)
+    if args.dump_facts:  # the verdict is written beside the facts it was drawn from (consumers need not redo it)
+        facts.set("logs.verdict", rc, "logs")
+        facts.dump(args.dump_facts)
     if args.json:
         print_json(json_payload("logs", findings, ev.not_evaluated, root_cause=rc, timeline=rows, coverage=cov,
                                 skipped=scan.skipped, files=facts.get_known("logs.files") or []))  # fmt: skip

@@ -3,7 +3,8 @@
 It never judges which rank is the culprit (that is ``msdoctor/checks/logs.py``); it finds the files,
 streams them (:mod:`msdoctor.facts.logscan`), maps each file to its rank and merges what the files of one
 rank say. Facts (all under ``logs.``): ``ranks``, ``launcher``, ``world_size``, ``missing_ranks``,
-``clock``, ``files``, ``skipped``.
+``clock``, ``files``, ``skipped``, ``hits`` (per signature rule: count, ranks, earliest lines with their parsed
+values); ``msdoctor logs --dump-facts`` adds ``verdict`` (the root cause it drew from them).
 """
 
 from __future__ import annotations
