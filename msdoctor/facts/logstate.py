@@ -121,7 +121,9 @@ class _FileState:
         self.lines = 0
         self.prefix_ranks: dict[int, int] = {}  # rank → lines whose prefix named it (`[rank3]:`, `[3,0]<stderr>:`)
         self.recognised = 0  # lines of a known grammar or matching a rule: is this a log at all?
-        self.specific_line = -10  # the last line a catalogue rule (not a code family) read as an error
+        self.specific_line = -10  # the last line a catalogue rule (not a code family) read, or its detail
+        self.specific_error = False  # … and whether that rule read it as an error
+        self.in_block = False  # the lines since are the CANN message block under it
 
     def add_anomaly(self, ev: dict[str, Any]) -> None:
         self.anomalies += 1
@@ -256,11 +258,16 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         text, matches = _unwrap(spec, text, matches, next_line)
     generic = spec.sigs.generic_ids
     if matches and rec.grammar == "plain" and all(m.rule.id in generic for m in matches) and lineno - st.specific_line <= 1:
-        # the next line of a message a catalogue rule already read (`rtStreamSynchronize… execute failed` then
-        # `synchronize stream failed, runtime result = 507011`): its code is that rule's detail, not a new fault
-        matches = []
-    elif any(m.rule.id not in generic and m.rule.severity.value == "error" for m in matches):
-        st.specific_line = lineno
+        # The next lines of a message a catalogue rule already read are that rule's detail, not a new fault:
+        # after an error (`rtStreamSynchronize… execute failed` then `… runtime result = 507011`), or a CANN
+        # block that opens with an internal catch-all right under the line it explains (torch_npu's
+        # `ERR02200 DIST call hccl api failed` then `EH9999: Inner Error!` / `EH9999: … runtime result = 207000`).
+        if st.specific_error or st.in_block or any(_internal_code(m.groups) for m in matches):
+            matches = []
+            st.specific_line, st.in_block = lineno, True
+    elif any(m.rule.id not in generic and m.rule.severity.value != "info" and m.rule.role != "progress" for m in matches):
+        st.specific_line, st.in_block = lineno, False
+        st.specific_error = any(m.rule.id not in generic and m.rule.severity.value == "error" for m in matches)
     if matches or rec.grammar != "plain":
         st.recognised += 1
     classified = False
@@ -308,6 +315,14 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         return
     if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)):
         st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank))
+
+def _internal_code(groups: dict[str, str]) -> bool:
+    """The line's code is an internal catch-all (E*9999), or it sits in one (`EH9999: … result = 207000`)."""
+    from msdoctor.engine.codes import lookup
+
+    codes = [groups.get("family_code") or ""] + (groups.get("other_codes") or "").split(",")
+    return any(info.internal for info in (lookup(c) for c in codes if c) if info)
+
 
 def _code_role(groups: dict[str, str]) -> str | None:
     """A code-family match takes its role from the code's data (a stream-sync time-out is a consequence)."""

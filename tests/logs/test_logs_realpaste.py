@@ -226,3 +226,32 @@ def test_a_rule_that_read_the_line_as_an_error_keeps_it_from_the_code_family():
     assert "NUM030" in fired(second)
     hits = fired(line)
     assert "NUM030" not in hits and "COMM036" in hits
+
+
+def test_a_cann_block_opening_with_a_catch_all_under_a_rules_line_is_that_lines_detail(tmp_path):
+    # vllm-project/vllm-ascend#5135 (vLLM prefixes as pasted): torch_npu names the failed HCCL call, and the
+    # EH9999 block right under it says why; a rule that reads the first line (here a stand-in warning rule,
+    # as COMM057 of the corpus branch) keeps the block from becoming a separate runtime/ENV fault
+    from msdoctor.engine.catalogue import parse_rule
+    from msdoctor.engine.evaluate import SignatureSet
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    text = "\n".join(f"{k} = '''{v}'''" for k, v in {
+        "id": "COMM999", "title": "stand-in", "severity": "warning", "area": "COMM", "role": "consequence",
+        "detects": "stand-in rule for the test", "cause": "stand-in rule for the test", "confirm": "stand-in rule",
+        "fix": "stand-in rule for the test", "example": "ERR02200 DIST call hccl api failed"}.items())
+    text += "\nreferences = ['test']\n[[signatures]]\npattern = '''ERR02200 DIST call hccl api failed'''\n"
+    stand_in = parse_rule(text, "COMM999.toml", area_dir="comm")
+    cat = load_catalogue()
+    sigs = SignatureSet([stand_in] + [r for r in cat if r.id in ("NUM030", "ENV050", "MEM040", "COMM080")])
+    log = tmp_path / "paste.log"
+    log.write_text(
+        "ERROR 12-17 09:31:58 [engine.py:458] [ERROR] 2025-12-17-09:31:53 (PID:53769, Device:0, RankID:-1) ERR02200 "
+        "DIST call hccl api failed.\n"
+        "ERROR 12-17 09:31:58 [engine.py:458] EH9999: Inner Error!\n"
+        "ERROR 12-17 09:31:58 [engine.py:458] EH9999: [PID: 53769] 2025-12-17-09:31:39.804.969 rtSetStreamFailureMode "
+        "failed, runtime result = 207000.[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]\n"
+    )
+    assert set(scan_file(str(log), ScanSpec(sigs, engine="python"))["hits"]) == {"COMM999"}
+    log.write_text(log.read_text().split("\n", 1)[1])  # without the line it explains, the block is the fault
+    assert set(scan_file(str(log), ScanSpec(sigs, engine="python"))["hits"]) == {"NUM030", "ENV050"}
