@@ -100,11 +100,13 @@ def run_logs(path: Path) -> tuple[int, dict]:
     """`msdoctor logs --json PATH` in process (the corpus is scored in the test suite too)."""
     from msdoctor.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    raw = io.BytesIO()  # print_json writes bytes to sys.stdout.buffer
+    out, err = io.TextIOWrapper(raw, encoding="utf-8"), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["logs", "--json", str(path)])
+    out.flush()
     try:
-        return rc, json.loads(out.getvalue() or "{}")
+        return rc, json.loads(raw.getvalue() or b"{}")
     except ValueError:
         return rc, {}
 
@@ -164,10 +166,14 @@ def summarise(scores: list[Score]) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
+def write_results(text: str, corpus: Path | None = None) -> None:
+    import datetime as _dt
+
     head = "## Real-world logs (`bench/realworld.py`)"
+    where = "`tests/realworld/logs/`" if corpus is None else f"`{corpus}` (`--corpus`)"
+    when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = (
-        f"{head}\n\n`msdoctor logs --json` on every case of `tests/realworld/logs/` (log text pasted by real "
+        f"{head}\n\nMeasured {when}: `msdoctor logs --json` on every case of {where} (log text pasted by real "
         "users in public threads; each case's SOURCE.md gives the thread and the expected verdict). "
         "Right category = found + partial.\n\n" + text + "\n"
     )
@@ -182,7 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--write", action="store_true", help="replace the section in bench/RESULTS.md")
     ap.add_argument("--verbose", "-v", action="store_true")
+    ap.add_argument("--corpus", type=Path, default=None, help="score the cases of another folder (default: tests/realworld/logs)")
+    ap.add_argument("--clear-gaps", action="store_true",
+                    help="remove the expect.gap marker of every case that is now found (after an engine change)")  # fmt: skip
     args = ap.parse_args(argv)
+    global CORPUS
+    default = CORPUS
+    if args.corpus is not None:
+        CORPUS = args.corpus
     scores = [score(c) for c in cases(args.cases)]
     for s in scores:
         if args.verbose or s.status != "found":
@@ -190,8 +203,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"rank={s.headline_rank} {s.why}")
     text = summarise(scores)
     print(text)
+    cleared = [sc.case for sc in scores if sc.status == "found" and sc.case.meta.get("expect.gap")]
+    if cleared:
+        print(f"{len(cleared)} case(s) marked expect.gap are now found" + ("" if args.clear_gaps else " (--clear-gaps removes the markers)"))
+        if args.clear_gaps:
+            for c in cleared:
+                src = c.path / "SOURCE.md"
+                kept = [ln for ln in src.read_text(encoding="utf-8").splitlines(keepends=True) if not ln.startswith("expect.gap:")]
+                src.write_text("".join(kept), encoding="utf-8")
     if args.write:
-        write_results(text)
+        write_results(text, None if CORPUS == default else CORPUS)
     return 0
 
 

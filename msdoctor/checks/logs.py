@@ -8,6 +8,7 @@ root cause and every other rank's error is a consequence.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
@@ -32,12 +33,31 @@ def _clock(t: float | None) -> str:
     return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
+# A device task that timed out: on its own a root cause (a kernel that never finished), but next to a
+# collective time-out of the same process it is that collective's task (the FFTS+/stream task was the
+# HCCL op waiting for its peer) and so a consequence too.
+TASK_TIMEOUT_RE = re.compile(r"\b50704[678]\b|\b507034\b|\b107020\b|fftsplus timeout|task timeout|"
+                             r"internal task times out|stream sync(?:hronize)? time(?:d )?out", re.I)  # fmt: skip
+
+
+def is_collective_timeout(e: Mapping[str, Any]) -> bool:
+    return str(e.get("rule") or "").startswith("COMM") and e.get("role") == "consequence"
+
+
+def demote_task_timeouts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Root events that are device-task time-outs become consequences when a collective time-out is present."""
+    if not any(is_collective_timeout(e) for e in events):
+        return events
+    return [dict(e, role="consequence") if e.get("role") == "root" and TASK_TIMEOUT_RE.search(str(e.get("text", "")))
+            else e for e in events]  # fmt: skip
+
+
 def terminal(rank: Rank) -> tuple[str, dict[str, Any] | None]:
     """How a rank's log ends after its last progress line: root / unclassified / consequence / silent."""
-    after = rank.get("after_progress") or []
+    after = demote_task_timeouts(rank.get("after_progress") or [])
     roots = [e for e in after if e.get("role") == "root" and e.get("severity") == "error"]
     if roots:
-        return "root", roots[0]
+        return "root", _most_specific(roots)
     roots = [e for e in after if e.get("role") == "root" and e.get("severity") == "warning"]
     cons = [e for e in after if e.get("role") == "consequence"]
     if cons:
@@ -49,6 +69,27 @@ def terminal(rank: Rank) -> tuple[str, dict[str, Any] | None]:
     if roots:
         return "root", roots[0]
     return "silent", None
+
+
+SAME_FAULT_S = 10.0  # root errors this close to the first one are lines of the same fault
+
+
+def _most_specific(roots: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first root error, or a more specific line of the same fault: a catalogue rule before a generic
+    code-family rule, a listed code before an internal catch-all (E*9999)."""
+    from msdoctor.engine.codes import family_rules, lookup
+
+    generic = family_rules()
+    t0 = roots[0].get("time")
+    near = [e for e in roots if t0 is None or e.get("time") is None or float(e["time"]) - float(t0) <= SAME_FAULT_S]
+
+    def key(ie: tuple[int, dict[str, Any]]) -> tuple[int, int, int]:
+        i, e = ie
+        code = (e.get("groups") or {}).get("family_code")
+        info = lookup(code) if code else None
+        return (int(e.get("rule") in generic), info.specificity if info else 0, i)
+
+    return min(enumerate(near), key=key)[1]
 
 
 def clock_offsets(facts: Facts, threshold_s: float) -> tuple[dict[str, float], float]:
@@ -227,6 +268,8 @@ def rank_failed_first(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     if v["kind"] != "failed":
         return
     ranks: dict[str, Rank] = facts.need("logs.ranks")
+    if len(ranks) < 2:  # "failed first" needs others to fail after it; one process gets its first error instead
+        return
     culprit: int = v["rank"]
     e = v["event"]
     label = e.get("rule") or "an unclassified error"
@@ -272,6 +315,8 @@ def all_ranks_timed_out(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit
     if v["kind"] != "all":
         return
     ranks: dict[str, Rank] = facts.need("logs.ranks")
+    if len(v["consequences"]) < 2:  # "every rank failed together" needs at least two ranks
+        return
     timeout = float(params.get("collective_timeout_s", 30.0))
     spread = v.get("spread_s")
     evidence = []

@@ -8,6 +8,7 @@ a per-rank timeline and the root-cause verdict.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,51 +34,82 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--facts", metavar="FILE", help="replay the correlation from a facts snapshot instead of logs")
 
 
-def signature_findings(scan: LogScan) -> list[Finding]:
-    """One finding per signature rule over all files: a count, the ranks, the earliest lines as evidence."""
+def signature_findings(hits: list[dict[str, Any]]) -> list[Finding]:
+    """One finding per signature rule from the ``logs.hits`` facts: a count, the ranks, the parsed values of
+    the earliest line, the earliest lines as evidence. A hit of a rule this catalogue lacks is left out."""
     cat = load_catalogue()
-    agg: dict[str, dict[str, Any]] = {}
-    # msrun's console repeats the lines of the workers and the scheduler: a line of the console written by
-    # a process that has its own log file is counted there only.
-    own = {str(s["pids"][0]) for s in scan.files if s.get("readable") and s.get("pids") and s["kind"] != "msrun"}
-    own_rules = {rid for s in scan.files if s["kind"] != "msrun" for rid in (s.get("hits") or {})}
-    for s in scan.files:
-        rank = scan.file_rank.get(s["path"])
-        echo = s["kind"] == "msrun" or bool(s.get("msrun_workers"))
-        for rid, h in (s.get("hits") or {}).items():
-            rule = cat.get(rid)
-            if rule is None or (rule.role == "progress" and rule.severity.value == "info"):
-                continue
-            count = h["count"]
-            if echo:
-                count -= sum(n for pid, n in h.get("pids", {}).items() if pid in own or (pid == "-1" and rid in own_rules))
-                if count <= 0:
-                    continue
-            a = agg.setdefault(rid, {"count": 0, "per_rank": {}, "firsts": []})
-            a["count"] += count
-            key = "launcher" if rank is None else str(rank)
-            a["per_rank"][key] = a["per_rank"].get(key, 0) + count
-            a["firsts"].append((h["first"].get("time") or float("inf"), s["path"], h["first"], rank))
     out: list[Finding] = []
-    for rid, a in agg.items():
-        rule = cat.get(rid)
-        assert rule is not None
-        firsts = sorted(a["firsts"], key=lambda t: (t[0], t[1]))
-        ranks = sorted(int(k) for k in a["per_rank"] if k != "launcher")
-        evidence = tuple(Evidence(text=f["text"], file=path, line=f["line"]) for _, path, f, _ in firsts[:MAX_EVIDENCE])
-        where = f"on rank(s) {_short(ranks)}" if ranks else "in launcher/scheduler logs"
-        first = firsts[0][2]
+    for h in hits:
+        rule = cat.get(h["rule"])
+        if rule is None or not h.get("firsts"):
+            continue
+        firsts = h["firsts"]
+        ranks = list(h.get("ranks") or [])
+        per_rank = h.get("per_rank") or {}
+        evidence = tuple(Evidence(text=f["text"], file=f.get("file"), line=f.get("line")) for f in firsts[:MAX_EVIDENCE])
+        where = f"on rank(s) {_short(ranks)}" if ranks else ("in one process" if h.get("one_file") else "in launcher/scheduler logs")
+        first = firsts[0]
+        groups = first.get("groups") or {}
+        info = _code(groups)
+        rank = ranks[0] if len(ranks) == 1 and "launcher" not in per_rank else first.get("prank")
         hit = Hit(
-            message=f"{a['count']} line(s) {where}",
+            message=describe(first, info, f"{h['count']} line(s) {where}"),
             evidence=evidence,
-            rank=ranks[0] if len(ranks) == 1 and "launcher" not in a["per_rank"] else None,
-            data={"ranks": ranks[:1000], "per_rank": dict(list(a["per_rank"].items())[:1000]),
-                  **({"groups": first["groups"]} if first.get("groups") else {})},  # fmt: skip
+            rank=rank,
+            step=_step_of(first),
+            data={"ranks": ranks[:1000], "per_rank": dict(list(per_rank.items())[:1000]),
+                  "role": first.get("role") or rule.role, "first_time": first.get("time"),
+                  **({"groups": groups} if groups else {}), **({"cann": info.to_dict()} if info else {})},  # fmt: skip
         )
         f = finding_from_hit(rule, hit)
-        f.count = a["count"]
+        if info is not None:  # the code's own fix (or its family's) is more precise than the generic rule's
+            f.fix = f"{info.fix} Confirm: {info.confirm}".strip()
+        f.count = int(h["count"])
         out.append(f)
     return sort_findings(out)
+
+
+VALUE_LABELS = {"other_codes": "also", "peer": "peer rank", "remote": "remote rank", "remote_rank": "remote rank", "node": "node",
+                "nodes": "nodes", "device": "device", "port": "port", "ip": "IP", "step": "step", "op": "op",
+                "size": "size", "free": "free", "shape": "shape"}  # fmt: skip
+STEP_RE = re.compile(r"\b[Ss]tep[:=\s\[]*(\d+)")
+
+
+def _code(groups: Mapping[str, str]) -> Any:
+    code = groups.get("family_code")  # set by a code-family rule only: a rule's own `code` group keeps its text
+    if not code:
+        return None
+    from msdoctor.engine.codes import lookup
+
+    return lookup(code)
+
+
+def _step_of(ev: Mapping[str, Any]) -> int | None:
+    if ev.get("step") is not None:
+        return int(ev["step"])
+    g = (ev.get("groups") or {}).get("step")
+    if g and str(g).isdigit():
+        return int(g)
+    m = STEP_RE.search(str(ev.get("text", "")))
+    return int(m.group(1)) if m else None
+
+
+def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
+    """What the line says, with the values the rule parsed: `EI0006 (HCCL): … — `quote`` (n lines …)."""
+    from msdoctor.facts.logformats import parse_line, strip_prefixes
+
+    body = parse_line(strip_prefixes(str(ev.get("text", "")))[0]).message.strip()
+    quote = body if len(body) <= 220 else body[:219] + "…"
+    groups = {k: v for k, v in (ev.get("groups") or {}).items() if k not in ("family_code", "cann_code", "acl_code")}
+    parts = []
+    if info is not None:
+        known = "" if info.known else f" (a code of the {info.family} family not listed by msdoctor)"
+        parts.append(f"{info.code} ({info.component}): {info.meaning}{known}")
+    vals = ", ".join(f"{VALUE_LABELS.get(k, k)} {v}" for k, v in list(groups.items())[:6] if str(v).strip())
+    if vals:
+        parts.append(vals)
+    head = "; ".join(parts)
+    return (f"{head} — `{quote}`" if head else f"`{quote}`") + f" ({tail})"
 
 
 def timeline(facts: Facts, verdict_states: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -98,16 +130,91 @@ def timeline(facts: Facts, verdict_states: Mapping[str, str]) -> list[dict[str, 
     return sorted(rows, key=lambda row: row["rank"])
 
 
+ROLE_ORDER = {"root": 0, "consequence": 1}
+PEER_KEYS = ("peer", "remote", "remote_rank", "node", "nodes", "dest_rank", "src_rank")
+
+
+def _peer_keys(groups: Mapping[str, Any]) -> list[str]:
+    """The values a line gives about the other end: `peer*` / `remote*` groups (rank, IP, server, device)
+    and the nodes a launcher names."""
+    return [k for k in groups if groups[k] and (k in PEER_KEYS or k.startswith(("peer", "remote")))]
+
+
+def _is_correlation(f: Finding) -> bool:
+    return bool(f.data.get("root_cause")) or "reason" in f.data
+
+
+def headline_finding(findings: list[Finding]) -> Finding | None:
+    """The signature finding that best explains the failure: errors before warnings, a root cause before a
+    consequence (time-outs, msrun's "worker exited", "run task error" and the like are consequences), a
+    specific rule before a generic code-family rule, then the earliest."""
+    from msdoctor.checks.logs import TASK_TIMEOUT_RE
+    from msdoctor.engine.codes import family_rules
+
+    generic = family_rules()
+    cands = [f for f in findings if not _is_correlation(f) and f.severity.value in ("error", "warning")]
+    if not cands:
+        return None
+    collective = any(f.rule.startswith("COMM") and f.data.get("role") == "consequence" for f in cands)
+
+    def role(f: Finding) -> float:
+        r = ROLE_ORDER.get(str(f.data.get("role")), 2)
+        if collective and r == 0 and not f.rule.startswith("COMM") and any(TASK_TIMEOUT_RE.search(e.text) for e in f.evidence):
+            return 1.5  # a device-task time-out beside a collective time-out is that collective's task
+        return r
+
+    def names_culprit(f: Finding) -> bool:
+        return bool(_peer_keys(f.data.get("groups") or {}))
+
+    # among equals, a line that names the rank/node it waited for says more (msrun's `Time out nodes are
+    # ['3']` before `Scheduler process … exit with exception`)
+    return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")), role(f),
+                                     f.rule in generic, not names_culprit(f), f.data.get("first_time") or float("inf"),
+                                     f.rule))  # fmt: skip
+
+
+def _named_culprit(f: Finding) -> list[str]:
+    groups = f.data.get("groups") or {}
+    named = [f"{k.replace('_', ' ')} {groups[k]}" for k in _peer_keys(groups)]
+    if not named:
+        return []
+    return [f"the message itself names {', '.join(named)}: the fault may be there — this process's "
+            f"{f.rule} can be a consequence of it; read that rank's log first"]  # fmt: skip
+
+
 def root_cause(findings: list[Finding]) -> dict[str, Any]:
+    """The verdict: the correlation across ranks where there is one, else (one process, or no rank
+    structure) the headline signature finding: the first error, its rule, its fix — never "not
+    determined" beside an error finding."""
+    head = headline_finding(findings)
     for f in findings:
         rc = f.data.get("root_cause")
         if rc:
-            return {"rank": rc["rank"], "rule": f.rule, "signature": rc.get("signature"), "message": f.message,
-                    "evidence": [e.to_dict() for e in f.evidence], "consequences": rc.get("consequences", []),
-                    "chain": rc.get("chain", [])}  # fmt: skip
+            sig = rc.get("signature")
+            sigf = next((x for x in findings if x.rule == sig and not _is_correlation(x)), None)
+            return {"rank": rc["rank"], "rule": sig if sigf else f.rule, "verdict": f.rule, "signature": sig,
+                    "message": (f"{sigf.message}. " if sigf else "") + f.message,
+                    "fix": (sigf or f).fix, "evidence": [e.to_dict() for e in f.evidence],
+                    "consequences": rc.get("consequences", []), "chain": rc.get("chain", [])}  # fmt: skip
         if "reason" in f.data and f.data.get("root_cause", "absent") is None:
-            return {"rank": None, "reason": f.data["reason"], "rule": f.rule}
+            return {"rank": None, "reason": f.data["reason"], "rule": f.rule, "verdict": f.rule, "fix": f.fix}
+    if head is not None:
+        chain = _named_culprit(head)
+        return {"rank": head.rank, "rule": head.rule, "verdict": "first-error", "signature": head.rule,
+                "message": head.message, "fix": head.fix, "evidence": [e.to_dict() for e in head.evidence[:3]],
+                "consequences": [], "chain": chain, "named_culprit": bool(chain)}  # fmt: skip
     return {"rank": None, "reason": "no rank ends in an error or a collective failure: nothing to correlate"}
+
+
+def _first_unclassified(facts: Facts) -> dict[str, Any] | None:
+    evs: list[dict[str, Any]] = []
+    for v in (facts.get_known("logs.ranks") or {}).values():
+        evs.extend(e for e in v.get("after_progress") or [] if e.get("role") == "unclassified")
+    evs.extend(e for e in (facts.get_known("logs.launcher") or {}).get("events", []) if e.get("role") == "unclassified")
+    if not evs:
+        return None
+    exc = [e for e in evs if "Error" in e.get("text", "") or "Exception" in e.get("text", "")]
+    return (exc or evs)[0]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,30 +226,53 @@ def run(args: argparse.Namespace) -> int:
     catalogue = load_catalogue()
     if bool(args.paths) == bool(args.facts):
         raise UsageError("give log PATHs or --facts FILE (one of them)")
-    if args.facts:  # replay: the verdict from the snapshot; signature findings need the logs themselves
+    if args.facts:  # replay: every finding from the snapshot (the correlation and the signature hits)
         facts = Facts.load(args.facts, expect=("logs",))
         scan = LogScan(skipped=list(facts.get_known("logs.skipped") or []))
     else:
         facts, scan = collect(args.paths, catalogue, jobs=args.jobs, engine=args.engine)
-    if args.dump_facts:
-        facts.dump(args.dump_facts)
     ev = run_checks(catalogue.select(source="log", kind="check"), facts)
     correlation = [f for f in ev.findings if f.data.get("root_cause") or "reason" in f.data]
     others = [f for f in ev.findings if f not in correlation]
-    findings = correlation + sort_findings(others + signature_findings(scan))
+    findings = correlation + sort_findings(others + signature_findings(facts.get_known("logs.hits") or []))
     states = verdict(facts, {}).get("states", {}) if facts.is_known("logs.ranks") else {}
     rows = timeline(facts, states)
     rc = root_cause(findings)
+    if rc.get("rule") is None and facts.is_known("logs.ranks"):
+        e = _first_unclassified(facts)
+        if e is not None:  # an error no rule knows is still the error: say it, with where it is
+            rc = {"rank": e.get("prank"), "rule": None, "verdict": "unrecognised-error",
+                  "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
+                            f"({e.get('file')}:{e.get('line')})"}  # fmt: skip
+    cov = coverage(facts, scan, rows)
+    if args.dump_facts:  # the verdict is written beside the facts it was drawn from (consumers need not redo it)
+        facts.set("logs.verdict", rc, "logs")
+        facts.dump(args.dump_facts)
     if args.json:
-        print_json(json_payload("logs", findings, ev.not_evaluated, root_cause=rc, timeline=rows,
+        print_json(json_payload("logs", findings, ev.not_evaluated, root_cause=rc, timeline=rows, coverage=cov,
                                 skipped=scan.skipped, files=facts.get_known("logs.files") or []))  # fmt: skip
     else:
-        _render(findings, ev.not_evaluated, rc, rows, scan, args.verbose)
+        _render(findings, ev.not_evaluated, rc, rows, scan, args.verbose, cov)
     return int(exit_code(findings))
 
 
+def coverage(facts: Facts, scan: LogScan, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What was read and what was not: files, lines, ranks, jobs (issue 13: coverage is part of the verdict)."""
+    files = facts.get_known("logs.files") or [{"file": s["path"], "lines": s.get("lines")} for s in scan.files]
+    read = [f for f in scan.files if f.get("readable")]
+    return {
+        "files_read": len(read) if scan.files else len(files),
+        "files_skipped": len({str(k.get("file")) for k in scan.skipped} - {str(f["path"]) for f in read}),
+        "lines": sum(int(f.get("lines") or 0) for f in (read or files)),
+        "ranks": sorted(r["rank"] for r in rows if r["ends"] != "missing"),
+        "missing_ranks": list(facts.get_known("logs.missing_ranks") or []),
+        "launcher_files": len((facts.get_known("logs.launcher") or {}).get("files", [])),
+        "jobs": 1,
+    }
+
+
 def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, Any], rows: list[dict[str, Any]],
-            scan: LogScan, verbose: bool) -> None:  # fmt: skip
+            scan: LogScan, verbose: bool, cov: Mapping[str, Any] | None = None) -> None:  # fmt: skip
     from rich.markup import escape
 
     from msdoctor.report.render import console, render_findings
@@ -150,13 +280,20 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
     out = console()
     n_files = len(scan.files)
     ranks = [r for r in rows if r["ends"] != "missing"]
-    out.print(f"[bold]msdoctor logs[/]: {n_files} file(s), {len(ranks)} rank(s)")
-    if rc.get("rank") is not None:
-        out.print(f"[bold red]Root cause: rank {rc['rank']}[/] ({rc['rule']}) — {escape(rc['message'])}")
+    cov = cov or {}
+    out.print(f"[bold]msdoctor logs[/]: {cov.get('files_read', n_files)} file(s) read ({cov.get('lines', 0):,} lines), "
+              f"{cov.get('files_skipped', 0)} skipped, {len(ranks)} rank(s)"
+              + (f" ({_short(list(cov['ranks']))})" if cov.get("ranks") else "") + ", 1 job")  # fmt: skip
+    if rc.get("rule") and rc.get("message"):
+        who = f"rank {rc['rank']}" if rc.get("rank") is not None else ("this process" if n_files == 1 else "first error")
+        out.print(f"[bold red]Root cause: {who}[/] ({rc['rule']}) — {escape(rc['message'])}")
         for step in rc.get("chain", []):
             out.print(f"  • {escape(step)}")
+        if rc.get("fix") and rc.get("verdict") == "first-error":
+            out.print(f"  fix: {escape(str(rc['fix']).split(chr(10))[0][:300])}")
     else:
-        out.print(f"[bold]Root cause:[/] not determined — {escape(str(rc.get('reason')))}")
+        what = "unrecognised error" if rc.get("verdict") == "unrecognised-error" else "not determined"
+        out.print(f"[bold]Root cause:[/] {what} — {escape(str(rc.get('reason')))}")
     shown = rows if verbose else _interesting(rows, rc.get("rank"))
     out.print("[bold]Timeline[/] (per rank: how its log ends, first anomaly, last progress)")
     for r in shown:
@@ -167,7 +304,16 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
     if len(shown) < len(rows):
         out.print(f"  … {len(rows) - len(shown)} more rank(s) (use -v or --json)")
     out.print("")
-    render_findings(findings, not_evaluated, out=out, verbose=verbose)
+    if not any(f.severity.value in ("error", "warning") for f in findings):
+        # not a clean bill of health: say what was read, that no error was found, and what cannot be judged
+        out.print(f"[bold]No error or warning found[/] in {cov.get('files_read', n_files)} file(s) "
+                  f"({cov.get('lines', 0):,} lines, {len(ranks)} rank(s)).")
+        out.print("  Not judged from these logs: whether a rank hung or died silently (that needs every rank's log; "
+                  "a rank's own log rarely says it hangs) and anything the logs do not record (device health, network).")  # fmt: skip
+        if findings:
+            render_findings(findings, not_evaluated, out=out, verbose=verbose)
+    else:
+        render_findings(findings, not_evaluated, out=out, verbose=verbose)
     if scan.skipped:
         out.print(f"[dim]skipped: {len(scan.skipped)} file(s)/part(s) not readable[/]")
         for s in scan.skipped[: (None if verbose else 5)]:

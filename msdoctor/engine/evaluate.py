@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["CheckFn", "Evaluation", "SignatureSet", "resolve_check", "run_checks", "signature_set"]
 _DIGITS = re.compile(r"\d+")
+_CODE_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b|\b[1-5]\d{5}\b")
 
 
 @dataclass
@@ -155,6 +156,18 @@ class SignatureSet:
         self._digit_anchors = [a for a in self._by_anchor if any(c.isdigit() for c in a)]
         self._plain_anchors = [a for a in self._by_anchor if not any(c.isdigit() for c in a)]
         self._cache: dict[str, tuple[str, ...]] = {}
+        self._by_id = {r.id: r for r, _, _ in self.entries}
+        self._family: frozenset[str] = frozenset()
+        self.generic_ids: frozenset[str] = frozenset()  # the code-family rules (reported when nothing specific is)
+        self._knows: dict[str, set[str]] = {}
+        if any("cann_code" in rx.groupindex or "acl_code" in rx.groupindex for _, rx, _ in self.entries):
+            from msdoctor.engine.codes import family_rules
+
+            self._family = family_rules() & set(self._by_id)
+            self.generic_ids = self._family
+            for r in self._by_id.values():  # the codes a specific rule is about: it keeps precedence on them
+                text = " ".join([r.title, r.detects] + [sg.pattern for sg in r.signatures])
+                self._knows[r.id] = set(_CODE_RE.findall(text))
 
     def candidates(self, line: str) -> list[tuple[Rule, re.Pattern[str]]]:
         out = list(self._unanchored)
@@ -176,15 +189,52 @@ class SignatureSet:
     def match(self, line: str) -> list[SigMatch]:
         seen: set[str] = set()
         out: list[SigMatch] = []
+        done: dict[str, re.Match[str] | None] = {}  # rules sharing one pattern run it once
         for rule, rx in self.candidates(line):
             if rule.id in seen:
                 continue
-            m = rx.search(line)
+            m = done[rx.pattern] if rx.pattern in done else done.setdefault(rx.pattern, rx.search(line))
             if m:
                 seen.add(rule.id)
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 out.append(SigMatch(rule, groups, m.span()))
+        if self._family and any(sm.rule.id in self._family for sm in out):
+            out = self._route(out, line)
         return out
+
+    def _route(self, out: list[SigMatch], line: str) -> list[SigMatch]:
+        """Code-family matches → the rule their code's data names; a specific rule that knows the code wins.
+
+        The generic rules (COMM080, MEM040, NUM030, ENV050, PERF010) share one pattern for the CANN code
+        grammar: which of them reports a code is data (``msdoctor/data/cann_codes.toml``), not regex.
+        """
+        from msdoctor.engine.codes import lookup
+
+        specific = [sm for sm in out if sm.rule.id not in self._family]
+        known = {c for sm in specific for c in self._knows.get(sm.rule.id, ())}
+        # Every code on the line (`EH9999: … runtime result = 507048`): the most specific one is reported —
+        # an internal catch-all (E*9999) only wraps the error another code names.
+        found: list[tuple[int, int, Any, SigMatch]] = []
+        for sm in out:
+            if sm.rule.id not in self._family:
+                continue
+            for sg in sm.rule.signatures:
+                for m in sg.regex.finditer(line):
+                    code = m.groupdict().get("cann_code") or m.groupdict().get("acl_code")
+                    info = lookup(code) if code else None
+                    if info is not None:
+                        found.append((info.specificity, m.start(), info, SigMatch(sm.rule, {k: v for k, v in m.groupdict().items() if v}, m.span())))
+        if not found:
+            return specific
+        _, _, info, best = min(found, key=lambda t: (t[0], t[1]))
+        # A catalogue rule that read this very line as an error keeps it, whether or not it names the code
+        # (`rtStreamSynchronize:ErrCode=507011, desc=[the model stream execute failed]` is COMM036's).
+        if info.code in known or any(sm.rule.severity.value == "error" and sm.rule.role != "progress" for sm in specific):
+            return specific
+        target = self._by_id.get(info.rule, best.rule)
+        others = sorted({i.code for _, _, i, _ in found} - {info.code})
+        groups = dict(best.groups, family_code=info.code, **({"other_codes": ",".join(others)} if others else {}))
+        return specific + [SigMatch(target, groups, best.span)]
 
 
 def signature_set(catalogue: Catalogue) -> SignatureSet:

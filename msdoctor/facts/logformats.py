@@ -126,6 +126,58 @@ def parse_line(line: str) -> LogRecord:
     return LogRecord("plain", text)
 
 
+# -- what pasting and launchers put in front of a log line -----------------------------------------
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# One prefix at a time, repeated: `[rank1]:` (torchrun), `[1,0]<stderr>:` (mpirun), `(RayWorkerWrapper
+# pid=1234, ip=…)` / `(pid=1234)` (Ray), vLLM's `ERROR 10-15 16:32:16 [core.py:708] `, c10's
+# `[W614 19:45:30.602900611 compiler_depend.ts:545] `, ISO / syslog time stamps, leading blanks.
+PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("rank", re.compile(r"^\s*\[rank(\d+)\]:\s?")),
+    ("rank", re.compile(r"^\s*\[(\d+),\d+\]<(?:stdout|stderr)>:\s?")),
+    ("pid", re.compile(r"^\s*\((?:[\w.:-]+ ){0,3}pid=(\d+)(?:, ip=[\d.:a-f]+)?\)\s?")),
+    ("", re.compile(r"^\s*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] ")),
+    ("", re.compile(r"^\s*\[[EWIF]\d{3,4}(?: [^\]]{0,120})?\] ")),
+    # glog (`E0606 10:00:00.123456 12345 file.cc:123] `) and sglang (`[2025-06-05 02:54:50 TP0] `)
+    ("", re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\] ")),
+    ("", re.compile(r"^\s*\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?: [A-Za-z]+\d*){0,2}\] ")),
+    ("", re.compile(r"^\s*\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s*(?:\|\s*|- )?(?=\S)")),
+    # loguru's `| ERROR    | module:func:12 - ` after its time stamp
+    ("", re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL|SUCCESS)\s*\| [\w.:<>-]+ - ")),
+    ("", re.compile(r"^[a-z][\w.]*-\d+: (?=\S)")),  # pdsh / DeepSpeed host prefix `worker-1: `
+    ("", re.compile(r"^\s+(?=\S)")),
+)
+
+
+def strip_prefixes(text: str) -> tuple[str, int | None]:
+    """The log line without what a launcher or a paste put in front of it, and the rank a prefix names.
+
+    ANSI colour codes go everywhere; the prefixes only at the start, any number of them in any order.
+    """
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    rank: int | None = None
+    for _ in range(6):
+        for kind, rx in PREFIX_RES:
+            m = rx.match(text)
+            if m and m.end() > 0:
+                if kind == "rank" and rank is None:
+                    rank = int(m.group(1))
+                text = text[m.end() :]
+                break
+        else:
+            break
+    return text, rank
+
+
+def split_embedded(text: str) -> list[str]:
+    """A message quoted in a JSON string or a Python repr (literal ``\n`` between its lines) → its lines."""
+    if "\\n" not in text:
+        return [text]
+    pieces = text.replace('\\"', '"').replace("\\t", "\t").split("\\n")
+    return [p for p in pieces if p.strip()]
+
+
 # -- MindSpore exception banners ----------------------------------------------------------------
 
 BANNER_RULE_RE = re.compile(r"^-{10,}\s*$")

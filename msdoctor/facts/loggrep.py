@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
 
@@ -23,7 +24,7 @@ from msdoctor.facts.logformats import (
     parse_ts,
     split_banner,  # noqa: I001
 )
-from msdoctor.facts.logscan import (
+from msdoctor.facts.logstate import (
     CLUSTER_UP,
     HEAD,
     TS_BYTES_RE,
@@ -133,6 +134,11 @@ def _banner(fd: int, end: int) -> dict[str, str]:
     return split_banner((tail[: stop.start()] if stop else tail).decode("utf-8", "replace"))
 
 
+def _next_line(fd: int, end: int) -> str:
+    tail = os.pread(fd, 4096, end + 1)
+    return tail.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
 def _next_is_rule(fd: int, end: int) -> bool:
     return os.pread(fd, 2, end + 1) == b"--"
 
@@ -152,10 +158,12 @@ def usable(spec: ScanSpec) -> tuple[str, ...] | None:
     return grep_args(pats) if pats else None
 
 
-def scan_batch(paths: list[str], spec: ScanSpec) -> list[dict[str, Any]]:
-    """Scan several files with one grep process (its start-up and pattern compile cost ~10 ms)."""
-    from msdoctor.facts.logscan import scan_file
+def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanSpec], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Scan several files with one grep process (its start-up and pattern compile cost ~10 ms).
 
+    ``scan_file`` is the Python engine, for what grep cannot read (no grep, ``.gz``); passed in by
+    :mod:`logscan` so that this module depends on the state machine only, not on the other engine.
+    """
     args = usable(spec)
     if args is None:
         return [scan_file(p, ScanSpec(spec.sigs, engine="python")) for p in paths]
@@ -210,7 +218,8 @@ def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> Non
                 continue
             end = offset + len(body)
             _handle(f.st, spec, _decode(body, f.st), lineno, partial(_ts_before, f.fd, offset),
-                    partial(_banner, f.fd, end), partial(_next_is_rule, f.fd, end))  # fmt: skip
+                    partial(_banner, f.fd, end), partial(_next_is_rule, f.fd, end),
+                    partial(_next_line, f.fd, end))  # fmt: skip
         err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         for f in live.values():

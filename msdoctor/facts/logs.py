@@ -3,7 +3,8 @@
 It never judges which rank is the culprit (that is ``msdoctor/checks/logs.py``); it finds the files,
 streams them (:mod:`msdoctor.facts.logscan`), maps each file to its rank and merges what the files of one
 rank say. Facts (all under ``logs.``): ``ranks``, ``launcher``, ``world_size``, ``missing_ranks``,
-``clock``, ``files``, ``skipped``.
+``clock``, ``files``, ``skipped``, ``hits`` (per signature rule: count, ranks, earliest lines with their parsed
+values); ``msdoctor logs --dump-facts`` adds ``verdict`` (the root cause it drew from them).
 """
 
 from __future__ import annotations
@@ -123,6 +124,10 @@ def _slim(ev: dict[str, Any], path: str) -> dict[str, Any]:
         d["peers"] = peers
     if "step" in ev:
         d["step"] = ev["step"]
+    if ev.get("prank") is not None:
+        d["prank"] = ev["prank"]
+    if ev.get("groups"):
+        d["groups"] = dict(list(ev["groups"].items())[:12])
     return d
 
 
@@ -192,7 +197,46 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         raise InputError(f"{', '.join(paths)}: no log files found")
     spec = ScanSpec(signature_set(catalogue or load_catalogue()), engine=engine)
     scans = scan_files(files, spec, jobs=jobs)
+    known = [s for s in scans if s.get("readable") and s.get("recognised", 1)]
+    if not known and any(s.get("readable") for s in scans):
+        unread = sum(1 for s in scans if not s.get("readable"))
+        raise InputError(f"{', '.join(paths)}: {len(scans)} file(s) read ({unread} unreadable), none holds a line of a "
+                         f"known log grammar (MindSpore, CANN plog, torch_npu, Python logging or exceptions)")  # fmt: skip
+    found_jobs = jobs_of(scans)
+    if len(found_jobs) > 1:
+        where = "; ".join(f"{d or '.'} ({n} file(s))" for d, n in sorted(found_jobs.items())[:6])
+        raise InputError(f"{', '.join(paths)} holds the logs of {len(found_jobs)} separate jobs (the same rank's log in "
+                         f"several folders: {where}); run msdoctor logs on one job's folder at a time")  # fmt: skip
     return facts_from_scans(scans, skipped)
+
+
+def jobs_of(scans: list[dict[str, Any]]) -> dict[str, int]:
+    """Folders that each hold a whole job's logs, when a folder tree holds several jobs.
+
+    Two files with the same name that claim the same rank (three ``worker_0.log`` in three run folders,
+    each from its own msrun start) cannot belong to one job. Then each folder holding such a file is a job;
+    one job → ``{}``-like single entry.
+    """
+    by_name: dict[tuple[str, Any], set[str]] = {}
+    assigned = _assign_ranks(scans)  # the rank the content names wins over the path (multi-node folders)
+    for s in scans:
+        if not s.get("readable"):
+            continue
+        rank = assigned.get(s["path"], (None, ""))[0]
+        if rank is None:
+            continue
+        by_name.setdefault((os.path.basename(s["path"]), rank), set()).add(os.path.dirname(s["path"]))
+    clash = [dirs for dirs in by_name.values() if len(dirs) > 1]
+    if not clash:
+        return {"": len(scans)}
+    job_dirs = sorted(set().union(*clash))
+    out: dict[str, int] = {}
+    for s in scans:
+        d = os.path.dirname(s["path"])
+        owner = next((j for j in job_dirs if d == j or d.startswith(j + os.sep)), None)
+        if owner is not None:
+            out[owner] = out.get(owner, 0) + 1
+    return out
 
 
 def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, Any]] = ()) -> tuple[Facts, LogScan]:
@@ -200,6 +244,10 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     scan = LogScan(files=scans, skipped=list(skipped))
     for s in scans:
         scan.skipped.extend(s.get("skipped", []))
+        if s.get("readable") and s.get("recognised", 1) == 0 and len(scans) > 1:
+            # a README or a config beside the logs: not a log, so it names no rank and no missing rank
+            s["readable"] = False
+            scan.skipped.append({"file": s["path"], "reason": "no line of a known log grammar (not a log)"})
     ranks = _assign_ranks(scans)
     by_rank: dict[int, list[dict[str, Any]]] = {}
     launcher: list[dict[str, Any]] = []
@@ -235,10 +283,51 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     }, SOURCE)  # fmt: skip
     facts.set("logs.files", [{"file": s["path"], "rank": s.get("rank"), "rank_source": s.get("rank_source"),
                               "kind": s["kind"], "lines": s.get("lines"), "size": s.get("size")} for s in scans], SOURCE)  # fmt: skip
+    facts.set("logs.hits", signature_hits(scan), SOURCE)
     # A skipped file still says, by its name, whose log it was: a rank whose only log is unreadable is not
     # "silent", and the verdict must say so rather than read its silence as a hang.
     facts.set("logs.skipped", [dict(k, rank=rank_from_path(str(k.get("file", "")))[0]) for k in scan.skipped], SOURCE)
     return facts, scan
+
+
+MAX_FIRSTS = 5
+
+
+def signature_hits(scan: LogScan) -> list[dict[str, Any]]:
+    """Per signature rule over all files: the count, the count per rank, and its earliest lines with what
+    the rule parsed from them (fact ``logs.hits``; ``msdoctor logs`` renders one finding per entry).
+
+    msrun's console repeats the lines of the workers and the scheduler: a line of the console written by a
+    process that has its own log file is counted there only. Plain progress lines are not hits.
+    """
+    agg: dict[str, dict[str, Any]] = {}
+    own = {str(s["pids"][0]) for s in scan.files if s.get("readable") and s.get("pids") and s["kind"] != "msrun"}
+    own_rules = {rid for s in scan.files if s["kind"] != "msrun" for rid in (s.get("hits") or {})}
+    for s in scan.files:
+        rank = scan.file_rank.get(s["path"])
+        echo = s["kind"] == "msrun" or bool(s.get("msrun_workers"))
+        for rid, h in (s.get("hits") or {}).items():
+            first = h["first"]
+            if first.get("role") == "progress" and first.get("severity") == "info":
+                continue
+            count = h["count"]
+            if echo:
+                count -= sum(n for pid, n in h.get("pids", {}).items() if pid in own or (pid == "-1" and rid in own_rules))
+                if count <= 0:
+                    continue
+            a = agg.setdefault(rid, {"count": 0, "per_rank": {}, "firsts": []})
+            a["count"] += count
+            key = "launcher" if rank is None else str(rank)
+            a["per_rank"][key] = a["per_rank"].get(key, 0) + count
+            ev = {k: first[k] for k in ("line", "text", "time", "ts", "groups", "prank", "role", "severity", "step") if first.get(k) is not None}
+            a["firsts"].append(dict(ev, file=s["path"]))
+    out = []
+    for rid, a in sorted(agg.items()):
+        firsts = sorted(a["firsts"], key=lambda e: (e.get("time") if e.get("time") is not None else float("inf"), e["file"]))
+        out.append({"rule": rid, "count": a["count"], "per_rank": dict(list(a["per_rank"].items())[:1000]),
+                    "ranks": sorted(int(k) for k in a["per_rank"] if k != "launcher")[:1000],
+                    "firsts": firsts[:MAX_FIRSTS], "one_file": len(scan.files) == 1})  # fmt: skip
+    return out
 
 
 def _launcher_facts(scans: list[dict[str, Any]], pid_rank: dict[int, int], has_file: set[int]) -> dict[str, Any]:

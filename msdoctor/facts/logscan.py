@@ -1,5 +1,7 @@
 """Stream one log file and keep only what the correlation needs: signature hits, anomalies, progress.
 
+The meaning of a line (grammar, signatures, progress, the per-file state) is :mod:`msdoctor.facts.logstate`,
+shared with the grep engine (:mod:`msdoctor.facts.loggrep`), which depends on that module only.
 Memory stays flat in the file size: the file is read in blocks of bytes, one combined bytes regex (the
 literal anchors of every signature plus the generic error markers) finds candidate lines, and only those
 lines are decoded and parsed. Per file the result is a small JSON-able dict (:func:`scan_file`);
@@ -11,147 +13,48 @@ from __future__ import annotations
 import gzip
 import os
 import re
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from functools import partial
 from typing import IO, Any
 
-from msdoctor.engine.catalogue import Rule
-from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.facts.logformats import (
-    MSRUN_WORKER_RE,
-    SCHED_NODE_RE,
     file_kind,
-    parse_line,
     parse_ts,
-    rank_from_path,
-    rank_hints,
     split_banner,
-    world_size_hint,
+)
+from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines' public names
+    BARE_ERROR_RE,
+    CLUSTER_UP,
+    GENERIC_MARKERS,
+    HEAD,
+    KEEP_FIRST,
+    KEEP_RECENT,
+    MAX_TEXT,
+    TS_BYTES_RE,
+    BannerLookup,
+    ScanSpec,
+    TsLookup,
+    _decode,
+    _FileState,
+    _handle,
+    _mostly_binary,
+    _summary,
+    resolve_progress,
+    ts_before,
 )
 
 BLOCK = 1 << 20  # bytes per read; a line longer than this is still handled (the block grows)
-HEAD = 1 << 16  # rank / world-size hints are read from the first 64 KiB only
-MAX_TEXT = 400  # evidence text is cut to this many characters
-KEEP_FIRST = 40  # anomalies kept from the start of a file …
-KEEP_RECENT = 120  # … and since the last progress line (a flood keeps its first and last lines)
-GENERIC_MARKERS = (
-    rb"\[ERROR\]", rb"\[CRITICAL\]", rb"\[EXCEPTION\]", rb"Traceback \(most recent call last\)",
-    rb"(?:Error|Exception): ", rb"(?:Error|Exception):$",
-)  # fmt: skip
-BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
-_DIGITS = re.compile(r"\d+")
-TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
-PROGRESS_HINT = "step"  # progress lines (LossMonitor, mindformers) carry no time stamp of their own
-CLUSTER_UP = "Cluster is successfully initialized"  # logged by every rank at the same moment (clock anchor)
-
-
-@dataclass
-class ScanSpec:
-    """What to look for: the signature set and the combined byte-level pre-filter built from it."""
-
-    sigs: SignatureSet
-    engine: str = "auto"  # auto: grep for big files when it is installed; python: always Python's re
-    grep_min_size: int = 4 << 20
-    prefilter: re.Pattern[bytes] = field(init=False)
-
-    def __post_init__(self) -> None:
-        parts: list[bytes] = list(GENERIC_MARKERS) + [re.escape(CLUSTER_UP.encode())]
-        for _rule, rx, anchor in self.sigs.entries:
-            if anchor:
-                parts.append(re.escape(anchor.encode("utf-8")))
-            else:  # no literal to anchor on: the whole pattern joins the pre-filter
-                parts.append(_bytes_pattern(rx.pattern))
-        # Longest first so a long anchor is not shadowed by its own prefix; duplicates removed.
-        uniq = sorted(set(parts), key=len, reverse=True)
-        self.prefilter = re.compile(b"|".join(uniq), re.M)
-
-
-def _bytes_pattern(pattern: str) -> bytes:
-    """A str signature as an equivalent-enough bytes alternative (named groups dropped, flags scoped)."""
-    p = re.sub(r"\(\?P<\w+>", "(?:", pattern)
-    m = re.match(r"^\(\?([aiLmsux]+)\)", p)
-    if m:  # global flags are only legal at the very start of the combined regex: scope them
-        p = f"(?{m.group(1).replace('u', '')}:{p[m.end():]})"
-    return p.encode("utf-8")
-
-
-def _event(rule: str | None, role: str, severity: str, lineno: int, text: str, ts: float | None,
-           ts_text: str | None, groups: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:  # fmt: skip
-    ev: dict[str, Any] = {"rule": rule, "role": role, "severity": severity, "line": lineno,
-                          "text": text[:MAX_TEXT], "time": ts, "ts": ts_text}  # fmt: skip
-    if groups:
-        ev["groups"] = groups
-    ev.update(extra)
-    return ev
-
-
-class _FileState:
-    """Accumulates one file's findings while its blocks stream by."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.hits: dict[str, dict[str, Any]] = {}  # rule id → {count, first, last}
-        self.first_events: list[dict[str, Any]] = []
-        self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_RECENT)
-        self.recent_first: list[dict[str, Any]] = []  # first anomalies after the last progress line
-        self.anomalies = 0
-        self.progress_first: dict[str, Any] | None = None
-        self.progress_last: dict[str, Any] | None = None
-        self.progress_count = 0
-        self.progress_shapes: dict[str, tuple[Rule, re.Pattern[str]]] = {}
-        self.last_traceback: int | None = None
-        self.exceptions: deque[dict[str, Any]] = deque(maxlen=3)
-        self.pids: dict[int, int] = {}
-        self.cluster_up: float | None = None
-        self.first_ts: float | None = None
-        self.last_ts: float | None = None
-        self.last_ts_text: str | None = None
-        self.non_utf8 = 0
-        self.binary_lines = 0
-        self.lines = 0
-
-    def add_anomaly(self, ev: dict[str, Any]) -> None:
-        self.anomalies += 1
-        if len(self.first_events) < KEEP_FIRST:
-            self.first_events.append(ev)
-        if len(self.recent_first) < KEEP_FIRST:
-            self.recent_first.append(ev)
-        else:
-            self.recent.append(ev)
-
-
-def _decode(raw: bytes, st: _FileState) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        st.non_utf8 += 1
-        try:  # Chinese consoles write GB18030; a mixed file decodes line by line
-            return raw.decode("gb18030")
-        except UnicodeDecodeError:
-            return raw.decode("utf-8", "replace")
-
-
-def ts_before(read: Callable[[int, int], bytes], pos: int) -> tuple[float | None, str | None]:
-    """The nearest time stamp before byte ``pos`` (for lines without their own stamp): 2 KiB back
-    first, then 64 KiB. ``read(start, end)`` returns those bytes (of a block in memory, or of a file)."""
-    for span in (2048, 65536):
-        start = max(0, pos - span)
-        last = None
-        for last in TS_BYTES_RE.finditer(read(start, pos)):  # noqa: B007 — only the last one is wanted
-            pass
-        if last is not None:
-            text = last.group(0).decode("ascii")
-            return parse_ts(text), text
-        if start == 0:
-            break
-    return None, None
 
 
 def _ts_before(block: bytes, pos: int) -> tuple[float | None, str | None]:
     return ts_before(lambda a, b: block[a:b], pos)
+
+
+def _next_line(block: bytes, end: int) -> str:
+    """The line after the one ending at ``end`` (for messages wrapped over two lines)."""
+    stop = block.find(b"\n", end + 1, end + 4097)
+    return block[end + 1 : stop if stop >= 0 else end + 4097].decode("utf-8", "replace")
 
 
 def _next_is_rule(block: bytes, end: int) -> bool:
@@ -165,99 +68,6 @@ def _banner_after(block: bytes, end: int) -> dict[str, str]:
     if stop:
         tail = tail[: stop.start()]
     return split_banner(tail.decode("utf-8", "replace"))
-
-
-TsLookup = Callable[[], tuple[float | None, str | None]]
-BannerLookup = Callable[[], dict[str, str]]
-
-
-def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | None, ts_text: str | None,
-              groups: dict[str, str], lookup: TsLookup | None) -> dict[str, Any]:  # fmt: skip
-    step = int(groups["step"]) if (groups.get("step") or "").isdigit() else None
-    ev = _event(rule.id, "progress", rule.severity.value, lineno, text.strip(), ts, ts_text,
-                {k: v for k, v in groups.items() if v is not None}, step=step)  # fmt: skip
-    if lookup is not None:
-        ev["_lookup"] = lookup  # resolved for the first and last progress line only (resolve_progress)
-    if st.progress_last is None or st.progress_last["line"] != lineno:
-        st.progress_count += 1
-    if st.progress_first is None:
-        st.progress_first = ev
-    st.progress_last = ev
-    st.recent.clear()
-    st.recent_first = []
-    return ev
-
-
-def resolve_progress(st: _FileState) -> None:
-    """Give the first and last progress lines the time of the nearest stamped line before them."""
-    for ev in (st.progress_first, st.progress_last):
-        if ev is not None and "_lookup" in ev:
-            ev["time"], ev["ts"] = ev.pop("_lookup")()
-
-
-def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
-            banner_lookup: BannerLookup, next_is_rule: Callable[[], bool]) -> None:  # fmt: skip
-    """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
-    lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
-    key = _DIGITS.sub("", text)
-    fast = st.progress_shapes.get(key)
-    if fast is not None:  # a per-step line seen before with other numbers: only its step matters
-        m = fast[1].search(text)
-        if m is not None:
-            _progress(st, fast[0], lineno, text, None, None, m.groupdict(), ts_lookup)
-            return
-    rec = parse_line(text)
-    ts, ts_text = rec.time, rec.ts_text
-    if rec.pid is not None:
-        st.pids[rec.pid] = st.pids.get(rec.pid, 0) + 1
-    lazy = ts is None and PROGRESS_HINT in text  # progress lines: the time is looked up once, at the end
-    if ts is None and not lazy:
-        ts, ts_text = ts_lookup()
-    if CLUSTER_UP in text and st.cluster_up is None:
-        st.cluster_up = ts
-    matches = spec.sigs.match(text)
-    classified = False
-    for sm in matches:
-        rule = sm.rule
-        if rule.role == "progress":
-            ev = _progress(st, rule, lineno, text, ts, ts_text, sm.groups, None if ts is not None else ts_lookup)
-            if rule.severity.value == "info":
-                if len(matches) == 1 and rec.grammar == "plain" and len(st.progress_shapes) < 1024:
-                    rx = next((sg.regex for sg in rule.signatures if sg.regex.search(text)), None)
-                    if rx is not None:
-                        st.progress_shapes[key] = (rule, rx)
-                continue  # plain progress; a progress rule with a severity (e.g. overflow) is also a hit
-            ev = dict(ev, pid=rec.pid)
-        else:
-            ev = _event(rule.id, rule.role, rule.severity.value, lineno, text.strip(), ts, ts_text, sm.groups, pid=rec.pid)
-        h = st.hits.get(rule.id)
-        if h is None:
-            h = st.hits[rule.id] = {"count": 1, "first": ev, "last": ev, "pids": {}}
-        else:
-            h["count"] += 1
-            h["last"] = ev
-        pid = str(rec.pid if rec.pid is not None else -1)  # a console echoes its workers' lines: count by writer
-        if pid in h["pids"] or len(h["pids"]) < 64:
-            h["pids"][pid] = h["pids"].get(pid, 0) + 1
-        if rule.severity.value != "info" and rule.role in ("root", "consequence"):
-            classified = True
-            st.add_anomaly(ev)
-    if rec.grammar == "traceback":
-        st.last_traceback = lineno
-        return
-    if rec.grammar == "python-exc":
-        banner = banner_lookup() if not rec.message.strip() or next_is_rule() else {}
-        exc = {"type": rec.exc_type, "message": rec.message.strip()[:MAX_TEXT], "line": lineno,
-               "after_traceback": st.last_traceback is not None and lineno - st.last_traceback < 400,
-               "sections": {k: v[:MAX_TEXT] for k, v in banner.items()}}  # fmt: skip
-        st.exceptions.append(exc)
-        if not classified:
-            body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
-            st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
-                                  ts, ts_text, exc_type=rec.exc_type or ""))  # fmt: skip
-        return
-    if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)):
-        st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text))
 
 
 def _open(path: str) -> IO[bytes]:
@@ -302,7 +112,7 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
         from msdoctor.facts.loggrep import scan_batch
 
         fh.close()
-        return scan_batch([path], spec)[0]
+        return scan_batch([path], spec, scan_file)[0]
     try:
         with fh:
             for block, cut in _blocks(fh):
@@ -331,16 +141,6 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
     return out
 
 
-_TEXT_BYTES = bytes([9, 10, 13, 27, *range(32, 256)])  # deleted by translate: what is left is control bytes
-
-
-def _mostly_binary(sample: bytes) -> bool:
-    """More than 5 % control bytes (NUL included) in the first 64 KiB: not a text log."""
-    if not sample:
-        return False
-    return len(sample.translate(None, _TEXT_BYTES)) > len(sample) // 20
-
-
 def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> int:
     """Process the candidate lines of one block; returns the line count after the block."""
     rx = spec.prefilter
@@ -361,7 +161,8 @@ def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> in
         raw = block[s:e]
         if not (has_nul and b"\x00" in raw):
             _handle(st, spec, _decode(raw, st), lineno + 1, partial(_ts_before, block, s),
-                    partial(_banner_after, block, e), partial(_next_is_rule, block, e))  # fmt: skip
+                    partial(_banner_after, block, e), partial(_next_is_rule, block, e),
+                    partial(_next_line, block, e))  # fmt: skip
         pos = e + 1
     lineno += block.count(b"\n", counted)
     if has_nul:  # rare: zero-filled tails, garbage pasted into a log; count the lines it spoils
@@ -374,37 +175,6 @@ def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> in
             m0 = TS_BYTES_RE.search(block)
             st.first_ts = parse_ts(m0.group(0).decode("ascii")) if m0 else tail_ts
     return lineno
-
-
-def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, Any]:
-    hints = {k: sorted(v) for k, v in rank_hints(head).items()}
-    prank, psource = rank_from_path(st.path)
-    msrun_map = {os.path.basename(p.decode("utf-8", "replace")): int(r) for r, p in MSRUN_WORKER_RE.findall(head)}
-    sched_nodes = {int(n): int(r) for n, r in SCHED_NODE_RE.findall(head)}
-    recent = list(st.recent_first) + [e for e in st.recent if e not in st.recent_first]
-    return {
-        "readable": True,
-        "size": size,
-        "lines": lines,
-        "path_rank": prank,
-        "path_rank_source": psource,
-        "rank_hints": hints,
-        "msrun_workers": msrun_map,
-        "scheduler_nodes": sched_nodes,
-        "world_size": world_size_hint(head),
-        "pids": sorted(st.pids, key=lambda p: -st.pids[p])[:8],
-        "hits": st.hits,
-        "anomalies": st.anomalies,
-        "first_events": st.first_events,
-        "since_progress": recent,
-        "progress": {"count": st.progress_count, "first": st.progress_first, "last": st.progress_last},
-        "last_traceback": st.last_traceback,
-        "exceptions": list(st.exceptions),
-        "cluster_up": st.cluster_up,
-        "first_time": st.first_ts,
-        "last_time": st.last_ts,
-        "last_ts": st.last_ts_text,
-    }
 
 
 # -- many files --------------------------------------------------------------------------------
@@ -429,7 +199,7 @@ def _run_batch(paths: list[str], spec: ScanSpec) -> list[dict[str, Any]]:
         return [scan_file(p, spec) for p in paths]
     from msdoctor.facts.loggrep import scan_batch
 
-    return scan_batch(paths, spec)
+    return scan_batch(paths, spec, scan_file)
 
 
 def _batches(files: list[str]) -> list[list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from tests.conftest import run_cli
@@ -73,6 +74,10 @@ def test_facts_snapshot_round_trip_gives_the_same_verdict(tmp_path):
     assert first.rc == replay.rc == 1
     assert replay.json()["root_cause"] == first.json()["root_cause"]
     assert replay.json()["timeline"] == first.json()["timeline"]
+    # every finding is replayed, the signature findings too (they are facts: logs.hits)
+    assert replay.json()["findings"] == first.json()["findings"] and len(first.json()["findings"]) > 3
+    snapshot = json.loads(snap.read_text())
+    assert "logs.hits" in json.dumps(snapshot) and "logs.verdict" in json.dumps(snapshot)
     both = run_cli("logs", str(SAMPLES / "hang"), "--facts", str(snap))
     assert both.rc == 2 and "one of them" in both.err
 

@@ -48,7 +48,7 @@ def test_repeated_lines_become_one_finding_with_a_count(tmp_path, spec):
     f = tmp_path / "worker_0.log"
     f.write_text(NOISE + "\n" + "\n".join(wait.format(i) for i in range(5)) + "\n", encoding="utf-8")
     facts, scan = facts_from_scans([scan_file(str(f), spec)])
-    comm001 = [x for x in signature_findings(scan) if x.rule == "COMM001"]
+    comm001 = [x for x in signature_findings(facts["logs.hits"]) if x.rule == "COMM001"]
     assert len(comm001) == 1 and comm001[0].count == 5 and comm001[0].rank == 0
     assert comm001[0].evidence[0].line == 2 and comm001[0].evidence[0].file == str(f)
     assert facts["logs.ranks"]["0"]["after_progress"][0]["peers"] == [1]

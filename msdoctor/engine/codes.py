@@ -1,0 +1,90 @@
+"""CANN error codes as data (``msdoctor/data/cann_codes.toml``): a code → its family, meaning, fix and rule.
+
+Two grammars: the 6-character CANN codes (``EI0002``: level E, module letter/digit, 4 digits) and the
+numeric ACL/runtime return codes (``507048``). An exact code listed in the data gives its own meaning
+(and may name another rule, e.g. a stream-sync time-out → COMM); an unknown code of a known family gets
+the family's meaning; a code of no known family is not a CANN code (None).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    code: str
+    family: str
+    component: str
+    rule: str
+    meaning: str
+    family_meaning: str
+    confirm: str
+    fix: str
+    known: bool  # the exact code is listed (not only its family)
+    role: str = "root"  # consequence: a time-out that waits on something else (a peer, a task)
+
+    @property
+    def internal(self) -> bool:
+        """An internal catch-all (E*9000–E*9999 by the CANN code rules, or an ACL 5xxxxx code outside the
+        runtime's 507xxx list): it wraps the real error, which another code or line usually names."""
+        if self.code.startswith("E"):
+            return self.code[2] == "9"
+        return self.family == "5"
+
+    @property
+    def specificity(self) -> int:
+        """0 a listed, non-internal code; 1 an unlisted one of its family; 2 an internal catch-all."""
+        return 2 if self.internal else (0 if self.known else 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "family": self.family, "component": self.component, "rule": self.rule,
+                "meaning": self.meaning, "known": self.known, "internal": self.internal}  # fmt: skip
+
+
+@cache
+def _data() -> dict[str, Any]:
+    text = resources.files("msdoctor.data").joinpath("cann_codes.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def family_rules() -> frozenset[str]:
+    """The rule ids that report code families (the generic rules)."""
+    d = _data()
+    fams = list(d.get("families", {}).values()) + list(d.get("acl_families", {}).values())
+    return frozenset(str(f["rule"]) for f in fams)
+
+
+def _info(code: str, family: str, fam: dict[str, Any], exact: dict[str, Any] | None) -> CodeInfo:
+    exact = exact or {}
+    return CodeInfo(
+        code=code, family=family, component=str(fam.get("component", "")),
+        rule=str(exact.get("rule") or fam["rule"]),
+        meaning=str(exact.get("meaning") or fam.get("meaning", "")),
+        family_meaning=str(fam.get("meaning", "")), confirm=str(exact.get("confirm") or fam.get("confirm", "")),
+        fix=str(exact.get("fix") or fam.get("fix", "")), known=bool(exact),
+        role=str(exact.get("role") or fam.get("role") or "root"),
+    )  # fmt: skip
+
+
+@cache
+def lookup(code: str) -> CodeInfo | None:
+    """The family (and exact meaning where listed) of a CANN code ``E…`` or an ACL return code ``NNNNNN``."""
+    d = _data()
+    code = code.strip().upper()
+    if len(code) == 6 and code[0] == "E" and code[2:].isdigit():
+        fam = d.get("families", {}).get(code[:2])
+        if fam is None:
+            return None
+        return _info(code, code[:2], fam, d.get("codes", {}).get(code))
+    if len(code) == 6 and code.isdigit():
+        fams = d.get("acl_families", {})
+        for n in (3, 1):
+            fam = fams.get(code[:n])
+            if fam is not None:
+                return _info(code, code[:n], fam, d.get("acl_codes", {}).get(code))
+    return None

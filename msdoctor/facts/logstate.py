@@ -1,0 +1,389 @@
+"""The line-scanning state machine shared by both scan engines (Python's re in :mod:`logscan`, GNU grep in
+:mod:`loggrep`): what a candidate line means (grammar, prefixes, signatures, progress, exceptions), the
+per-file state it accumulates, and the per-file summary. The engines only decide which lines are
+candidates and how the neighbouring bytes are read (a block in memory, or ``pread`` on a file).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from msdoctor.engine.catalogue import Rule
+from msdoctor.engine.evaluate import SignatureSet
+from msdoctor.facts.logformats import (
+    MSRUN_WORKER_RE,
+    SCHED_NODE_RE,
+    TS_RE,
+    parse_line,
+    parse_ts,
+    rank_from_path,
+    rank_hints,
+    split_embedded,
+    strip_prefixes,
+    world_size_hint,
+)
+
+HEAD = 1 << 16  # rank / world-size hints are read from the first 64 KiB only
+
+MAX_TEXT = 400  # evidence text is cut to this many characters
+
+KEEP_FIRST = 40  # anomalies kept from the start of a file …
+
+KEEP_RECENT = 120  # … and since the last progress line (a flood keeps its first and last lines)
+
+GENERIC_MARKERS = (
+    rb"\[ERROR\]", rb"\[CRITICAL\]", rb"\[EXCEPTION\]", rb"Traceback \(most recent call last\)",
+    rb"(?:Error|Exception): ", rb"(?:Error|Exception):$",
+)  # fmt: skip
+
+BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
+
+_DIGITS = re.compile(r"\d+")
+
+TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
+
+PROGRESS_HINT = "step"  # progress lines (LossMonitor, mindformers) carry no time stamp of their own
+
+CLUSTER_UP = "Cluster is successfully initialized"
+
+TS_IN_LINE = ":"  # cheap guard before the stamp search  # logged by every rank at the same moment (clock anchor)
+
+@dataclass
+class ScanSpec:
+    """What to look for: the signature set and the combined byte-level pre-filter built from it."""
+
+    sigs: SignatureSet
+    engine: str = "auto"  # auto: grep for big files when it is installed; python: always Python's re
+    grep_min_size: int = 4 << 20
+    prefilter: re.Pattern[bytes] = field(init=False)
+
+    def __post_init__(self) -> None:
+        parts: list[bytes] = list(GENERIC_MARKERS) + [re.escape(CLUSTER_UP.encode())]
+        for _rule, rx, anchor in self.sigs.entries:
+            if anchor:
+                parts.append(re.escape(anchor.encode("utf-8")))
+            else:  # no literal to anchor on: the whole pattern joins the pre-filter
+                parts.append(_bytes_pattern(rx.pattern))
+        # Longest first so a long anchor is not shadowed by its own prefix; duplicates removed.
+        uniq = sorted(set(parts), key=len, reverse=True)
+        self.prefilter = re.compile(b"|".join(uniq), re.M)
+
+def _bytes_pattern(pattern: str) -> bytes:
+    """A str signature as an equivalent-enough bytes alternative (named groups dropped, flags scoped)."""
+    p = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+    # A leading word boundary defeats sre's first-character skip for the whole alternation (every branch is
+    # then tried at every byte); without it the pre-filter only matches more, and the rule's regex decides.
+    while p.startswith(("\\b", "(?:\\b")):
+        p = p.replace("\\b", "", 1)
+    m = re.match(r"^\(\?([aiLmsux]+)\)", p)
+    if m:  # global flags are only legal at the very start of the combined regex: scope them
+        p = f"(?{m.group(1).replace('u', '')}:{p[m.end():]})"
+    return p.encode("utf-8")
+
+
+def _event(rule: str | None, role: str, severity: str, lineno: int, text: str, ts: float | None,
+           ts_text: str | None, groups: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:  # fmt: skip
+    ev: dict[str, Any] = {"rule": rule, "role": role, "severity": severity, "line": lineno,
+                          "text": text[:MAX_TEXT], "time": ts, "ts": ts_text}  # fmt: skip
+    if groups:
+        ev["groups"] = groups
+    ev.update((k, v) for k, v in extra.items() if v is not None)
+    return ev
+
+class _FileState:
+    """Accumulates one file's findings while its blocks stream by."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.hits: dict[str, dict[str, Any]] = {}  # rule id → {count, first, last}
+        self.first_events: list[dict[str, Any]] = []
+        self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_RECENT)
+        self.recent_first: list[dict[str, Any]] = []  # first anomalies after the last progress line
+        self.anomalies = 0
+        self.progress_first: dict[str, Any] | None = None
+        self.progress_last: dict[str, Any] | None = None
+        self.progress_count = 0
+        self.progress_shapes: dict[str, tuple[Rule, re.Pattern[str]]] = {}
+        self.last_traceback: int | None = None
+        self.exceptions: deque[dict[str, Any]] = deque(maxlen=3)
+        self.pids: dict[int, int] = {}
+        self.cluster_up: float | None = None
+        self.first_ts: float | None = None
+        self.last_ts: float | None = None
+        self.last_ts_text: str | None = None
+        self.non_utf8 = 0
+        self.binary_lines = 0
+        self.lines = 0
+        self.prefix_ranks: dict[int, int] = {}  # rank → lines whose prefix named it (`[rank3]:`, `[3,0]<stderr>:`)
+        self.recognised = 0  # lines of a known grammar or matching a rule: is this a log at all?
+        self.specific_line = -10  # the last line a catalogue rule (not a code family) read, or its detail
+        self.specific_error = False  # … and whether that rule read it as an error
+        self.in_block = False  # the lines since are the CANN message block under it
+
+    def add_anomaly(self, ev: dict[str, Any]) -> None:
+        self.anomalies += 1
+        if len(self.first_events) < KEEP_FIRST:
+            self.first_events.append(ev)
+        if len(self.recent_first) < KEEP_FIRST:
+            self.recent_first.append(ev)
+        else:
+            self.recent.append(ev)
+
+def _decode(raw: bytes, st: _FileState) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        st.non_utf8 += 1
+        try:  # Chinese consoles write GB18030; a mixed file decodes line by line
+            return raw.decode("gb18030")
+        except UnicodeDecodeError:
+            return raw.decode("utf-8", "replace")
+
+def ts_before(read: Callable[[int, int], bytes], pos: int) -> tuple[float | None, str | None]:
+    """The nearest time stamp before byte ``pos`` (for lines without their own stamp): 2 KiB back
+    first, then 64 KiB. ``read(start, end)`` returns those bytes (of a block in memory, or of a file)."""
+    for span in (2048, 65536):
+        start = max(0, pos - span)
+        last = None
+        for last in TS_BYTES_RE.finditer(read(start, pos)):  # noqa: B007 — only the last one is wanted
+            pass
+        if last is not None:
+            text = last.group(0).decode("ascii")
+            return parse_ts(text), text
+        if start == 0:
+            break
+    return None, None
+
+TsLookup = Callable[[], tuple[float | None, str | None]]
+
+BannerLookup = Callable[[], dict[str, str]]
+
+def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | None, ts_text: str | None,
+              groups: dict[str, str], lookup: TsLookup | None) -> dict[str, Any]:  # fmt: skip
+    step = int(groups["step"]) if (groups.get("step") or "").isdigit() else None
+    ev = _event(rule.id, "progress", rule.severity.value, lineno, text.strip(), ts, ts_text,
+                {k: v for k, v in groups.items() if v is not None}, step=step)  # fmt: skip
+    if lookup is not None:
+        ev["_lookup"] = lookup  # resolved for the first and last progress line only (resolve_progress)
+    if st.progress_last is None or st.progress_last["line"] != lineno:
+        st.progress_count += 1
+    if st.progress_first is None:
+        st.progress_first = ev
+    st.progress_last = ev
+    st.recent.clear()
+    st.recent_first = []
+    return ev
+
+def resolve_progress(st: _FileState) -> None:
+    """Give the first and last progress lines the time of the nearest stamped line before them."""
+    for ev in (st.progress_first, st.progress_last):
+        if ev is not None and "_lookup" in ev:
+            ev["time"], ev["ts"] = ev.pop("_lookup")()
+
+def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
+            banner_lookup: BannerLookup, next_is_rule: Callable[[], bool],
+            next_line: Callable[[], str] | None = None) -> None:  # fmt: skip
+    """One candidate line as pasted: a JSON/repr string holding several lines is split at its literal
+    ``\\n``; each line loses the prefixes a launcher or a paste put in front (``[rank1]:``, Ray's
+    ``(pid=…)``, ANSI colour, a time stamp) unless the line already fits a known grammar as it is."""
+    if text.endswith("\r"):  # CRLF files (pasted from Windows): `$` in a rule must still match
+        text = text.rstrip("\r")
+    for piece in split_embedded(text):
+        rank: int | None = None
+        if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
+            piece, rank = strip_prefixes(piece)
+        if rank is not None:
+            st.prefix_ranks[rank] = st.prefix_ranks.get(rank, 0) + 1
+        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line)
+
+CODE_HINT_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b")
+
+def _unwrap(spec: ScanSpec, text: str, matches: list[Any], next_line: Callable[[], str]) -> tuple[str, list[Any]]:
+    """A message a browser or terminal broke over two lines: when this error line matches no rule (or only a
+    generic code family), the line joined with the next one is tried; a specific rule there wins."""
+    nxt = next_line().strip()
+    if not nxt or nxt.startswith("[") or parse_line(nxt).grammar != "plain":
+        return text, matches
+    have = {m.rule.id for m in matches}
+    values = sum(len(m.groups) for m in matches)
+    for joiner in (" ", ""):
+        joined = text.rstrip() + joiner + nxt
+        found = spec.sigs.match(joined)
+        if {m.rule.id for m in found} - have - spec.sigs.generic_ids or (
+            have and have <= {m.rule.id for m in found} and sum(len(m.groups) for m in found if m.rule.id in have) > values
+        ):
+            return joined, found
+    return text, matches
+
+def _incomplete(spec: ScanSpec, matches: list[Any]) -> bool:
+    """Only generic code-family matches, or specific ones that captured none of the values they name."""
+    return all(m.rule.id in spec.sigs.generic_ids or (not m.groups and any(sg.groups for sg in m.rule.signatures))
+               for m in matches)  # fmt: skip
+
+def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
+                 banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None,
+                 next_line: Callable[[], str] | None = None) -> None:  # fmt: skip
+    """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
+    lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
+    key = _DIGITS.sub("", text)
+    fast = st.progress_shapes.get(key)
+    if fast is not None:  # a per-step line seen before with other numbers: only its step matters
+        m = fast[1].search(text)
+        if m is not None:
+            st.recognised += 1
+            _progress(st, fast[0], lineno, text, None, None, m.groupdict(), ts_lookup)
+            return
+    rec = parse_line(text)
+    ts, ts_text = rec.time, rec.ts_text
+    if rec.pid is not None:
+        st.pids[rec.pid] = st.pids.get(rec.pid, 0) + 1
+    if ts is None and TS_IN_LINE in text:  # CANN's `EI0002: [PID: 1] 2025-…-02:16:03.427.598 …` carries its own stamp
+        m = TS_RE.search(text)
+        if m:
+            ts, ts_text = parse_ts(m.group(0)), m.group(0)
+    lazy = ts is None and PROGRESS_HINT in text  # progress lines: the time is looked up once, at the end
+    if ts is None and not lazy:
+        ts, ts_text = ts_lookup()
+    if CLUSTER_UP in text and st.cluster_up is None:
+        st.cluster_up = ts
+    matches = spec.sigs.match(text)
+    if next_line is not None and _incomplete(spec, matches) and (
+        matches or rec.is_error or BARE_ERROR_RE.match(text) or CODE_HINT_RE.search(text)
+    ):
+        text, matches = _unwrap(spec, text, matches, next_line)
+    generic = spec.sigs.generic_ids
+    if matches and rec.grammar == "plain" and all(m.rule.id in generic for m in matches) and lineno - st.specific_line <= 1:
+        # The next lines of a message a catalogue rule already read are that rule's detail, not a new fault:
+        # after an error (`rtStreamSynchronize… execute failed` then `… runtime result = 507011`), or a CANN
+        # block that opens with an internal catch-all right under the line it explains (torch_npu's
+        # `ERR02200 DIST call hccl api failed` then `EH9999: Inner Error!` / `EH9999: … runtime result = 207000`).
+        if st.specific_error or st.in_block or any(_internal_code(m.groups) for m in matches):
+            matches = []
+            st.specific_line, st.in_block = lineno, True
+    elif any(m.rule.id not in generic and m.rule.severity.value != "info" and m.rule.role != "progress" for m in matches):
+        st.specific_line, st.in_block = lineno, False
+        st.specific_error = any(m.rule.id not in generic and m.rule.severity.value == "error" for m in matches)
+    if matches or rec.grammar != "plain":
+        st.recognised += 1
+    classified = False
+    for sm in matches:
+        rule = sm.rule
+        if rule.role == "progress":
+            ev = _progress(st, rule, lineno, text, ts, ts_text, sm.groups, None if ts is not None else ts_lookup)
+            if rule.severity.value == "info":
+                if len(matches) == 1 and rec.grammar == "plain" and len(st.progress_shapes) < 1024:
+                    rx = next((sg.regex for sg in rule.signatures if sg.regex.search(text)), None)
+                    if rx is not None:
+                        st.progress_shapes[key] = (rule, rx)
+                continue  # plain progress; a progress rule with a severity (e.g. overflow) is also a hit
+            ev = dict(ev, pid=rec.pid)
+        else:
+            role = _code_role(sm.groups) or rule.role
+            ev = _event(rule.id, role, rule.severity.value, lineno, text.strip(), ts, ts_text, sm.groups, pid=rec.pid)
+            if prank is not None:
+                ev["prank"] = prank
+        h = st.hits.get(rule.id)
+        if h is None:
+            h = st.hits[rule.id] = {"count": 1, "first": ev, "last": ev, "pids": {}}
+        else:
+            h["count"] += 1
+            h["last"] = ev
+        pid = str(rec.pid if rec.pid is not None else -1)  # a console echoes its workers' lines: count by writer
+        if pid in h["pids"] or len(h["pids"]) < 64:
+            h["pids"][pid] = h["pids"].get(pid, 0) + 1
+        if rule.severity.value != "info" and ev.get("role") in ("root", "consequence"):
+            classified = True
+            st.add_anomaly(ev)
+    if rec.grammar == "traceback":
+        st.last_traceback = lineno
+        return
+    if rec.grammar == "python-exc":
+        banner = banner_lookup() if not rec.message.strip() or next_is_rule() else {}
+        exc = {"type": rec.exc_type, "message": rec.message.strip()[:MAX_TEXT], "line": lineno,
+               "after_traceback": st.last_traceback is not None and lineno - st.last_traceback < 400,
+               "sections": {k: v[:MAX_TEXT] for k, v in banner.items()}}  # fmt: skip
+        st.exceptions.append(exc)
+        if not classified:
+            body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
+            st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
+                                  ts, ts_text, exc_type=rec.exc_type or "", prank=prank))  # fmt: skip
+        return
+    if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)):
+        st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank))
+
+def _internal_code(groups: dict[str, str]) -> bool:
+    """The line's code is an internal catch-all (E*9999), or it sits in one (`EH9999: … result = 207000`)."""
+    from msdoctor.engine.codes import lookup
+
+    codes = [groups.get("family_code") or ""] + (groups.get("other_codes") or "").split(",")
+    return any(info.internal for info in (lookup(c) for c in codes if c) if info)
+
+
+def _code_role(groups: dict[str, str]) -> str | None:
+    """A code-family match takes its role from the code's data (a stream-sync time-out is a consequence)."""
+    code = groups.get("family_code")
+    if not code:
+        return None
+    from msdoctor.engine.codes import lookup
+
+    info = lookup(code)
+    return info.role if info else None
+
+_TEXT_BYTES = bytes([9, 10, 13, 27, *range(32, 256)])  # deleted by translate: what is left is control bytes
+
+def _mostly_binary(sample: bytes) -> bool:
+    """More than 5 % control bytes (NUL included) in the first 64 KiB: not a text log."""
+    if not sample:
+        return False
+    return len(sample.translate(None, _TEXT_BYTES)) > len(sample) // 20
+
+def _head_grammar(head: bytes, max_lines: int = 400) -> int:
+    """Lines of a known log grammar (MindSpore, plog, torch_npu, Python logging, exceptions) in the head:
+    a file without any is not a log (a README, a config) and is not given a rank."""
+    n = 0
+    for raw in head.split(b"\n")[:max_lines]:
+        if not raw.strip():
+            continue
+        text = raw.decode("utf-8", "replace")
+        if parse_line(text).grammar != "plain" or parse_line(strip_prefixes(text)[0]).grammar != "plain":
+            n += 1
+    return n
+
+def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, Any]:
+    hints = {k: sorted(v) for k, v in rank_hints(head).items()}
+    if st.prefix_ranks:
+        hints["content:[rankN] prefix"] = sorted(st.prefix_ranks)
+    prank, psource = rank_from_path(st.path)
+    msrun_map = {os.path.basename(p.decode("utf-8", "replace")): int(r) for r, p in MSRUN_WORKER_RE.findall(head)}
+    sched_nodes = {int(n): int(r) for n, r in SCHED_NODE_RE.findall(head)}
+    recent = list(st.recent_first) + [e for e in st.recent if e not in st.recent_first]
+    return {
+        "readable": True,
+        "size": size,
+        "lines": lines,
+        "path_rank": prank,
+        "path_rank_source": psource,
+        "rank_hints": hints,
+        "msrun_workers": msrun_map,
+        "scheduler_nodes": sched_nodes,
+        "world_size": world_size_hint(head),
+        "pids": sorted(st.pids, key=lambda p: -st.pids[p])[:8],
+        "hits": st.hits,
+        "anomalies": st.anomalies,
+        "first_events": st.first_events,
+        "since_progress": recent,
+        "progress": {"count": st.progress_count, "first": st.progress_first, "last": st.progress_last},
+        "last_traceback": st.last_traceback,
+        "exceptions": list(st.exceptions),
+        "cluster_up": st.cluster_up,
+        "recognised": st.recognised + _head_grammar(head),
+        "prefix_ranks": {str(k): v for k, v in sorted(st.prefix_ranks.items())[:1000]},
+        "first_time": st.first_ts,
+        "last_time": st.last_ts,
+        "last_ts": st.last_ts_text,
+    }

@@ -1,0 +1,257 @@
+"""`msdoctor logs` on what users really paste: CANN code families as data, launcher prefixes, one process,
+several jobs, input that is no log. Log lines are copied exactly from the public threads named beside them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from msdoctor.engine.catalogue import load_catalogue
+from msdoctor.engine.codes import lookup
+from msdoctor.engine.evaluate import signature_set
+from msdoctor.facts.logformats import split_embedded, strip_prefixes
+from tests.conftest import run_cli
+from tests.logs.conftest import SAMPLES
+
+SIGS = signature_set(load_catalogue())
+
+# vllm-project/vllm-ascend#3413 (EI0002 from one process; torch_npu prefix with RankID)
+EI0002_ONE_PROCESS = (
+    "[ERROR] 2025-10-11-15:09:34 (PID:2969, Device:0, RankID:101) ERR00100 PTA call acl api failed.\n"
+    "EI0002: [PID: 2969] 2025-10-11-15:09:34.713.335 The wait execution of the Notify register times out. Reason: "
+    "The Notify register has not received the Notify record from remote rank: [24]. base information: "
+    "[streamID:[109], taskID[38], taskType[Notify Wait], tag[AllReduce_group_name_1654NHRAllReduceC\n"
+)
+# vllm-project/vllm-ascend#2800 (two codes on one line: the internal EH9999 wraps 507048)
+TWO_CODES = ("(VllmWorker TP1 pid=961) ERROR 09-07 01:11:09 [multiproc_executor.py:596] EH9999: [PID: 961] "
+             "2025-09-07-01:11:09.333.567 synchronize stream failed, runtime result = 507048[FUNC:ReportCallError]"
+             "[FILE:log_inner.cpp][LINE:161]")  # fmt: skip
+
+
+def fired(line: str) -> dict[str, dict[str, str]]:
+    return {m.rule.id: m.groups for m in SIGS.match(line)}
+
+
+def test_code_lookup_exact_family_and_unknown():
+    ei = lookup("EI0006")
+    assert ei and ei.known and ei.rule == "COMM080" and "socket" in ei.meaning and ei.role == "consequence"
+    other = lookup("EI0077")  # not listed: the family's meaning
+    assert other and not other.known and other.meaning == ei.family_meaning and other.component == "HCCL"
+    assert lookup("207018").rule == "MEM040" and lookup("507046").rule == "COMM080"  # type: ignore[union-attr]
+    assert lookup("507999").rule == "NUM030" and not lookup("507999").known  # type: ignore[union-attr]
+    assert lookup("EH9999").internal and not lookup("EE1002").internal  # type: ignore[union-attr]
+    assert lookup("EX1234") is None and lookup("999999") is None and lookup("E1234") is None
+
+
+def test_code_family_routed_by_data_and_specific_rule_keeps_precedence():
+    # CANN troubleshooting guide, OOM Error Due to Memory Allocation Failure (plog)
+    el = ("[ERROR] RUNTIME(2936187,python3):2022-04-21-14:19:39.429.491 [npu_driver.cc:780]2969960 "
+          "DevMemAllocHugePageManaged:report error module_type=1, module_name=EL9999")  # fmt: skip
+    assert fired(el)["MEM040"]["family_code"] == "EL9999"
+    # a public sample string: ("ACL stream sync timeout, error code is 507046", "流同步超时")
+    assert "COMM080" in fired('        ("ACL stream sync timeout, error code is 507046", "流同步超时"),')
+    ei2 = EI0002_ONE_PROCESS.splitlines()[1]
+    hits = fired(ei2)
+    assert "COMM021" in hits and not {"COMM080", "NUM030"} & set(hits)  # COMM021 knows EI0002
+    hits = fired(strip_prefixes(TWO_CODES)[0])
+    assert hits["NUM030"]["family_code"] == "507048" and hits["NUM030"]["other_codes"] == "EH9999"
+
+
+@pytest.mark.parametrize(("raw", "text", "rank"), [
+    ("[rank1]:[E606] operator():.../op_api_common.h:192 NPU function error: call failed, error code is 507015",
+     "operator():.../op_api_common.h:192 NPU function error: call failed, error code is 507015", 1),
+    ("(EngineCore_DP0 pid=3132) ERROR 10-15 16:32:16 [core.py:708] RuntimeError: npuSynchronizeDevice:build/CMakeFiles/"
+     "torch_npu.dir/compiler_depend.ts:508 NPU function error: AclrtSynchronizeDeviceWithTimeout, error code is 507013",
+     "RuntimeError: npuSynchronizeDevice:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:508 NPU function error: "
+     "AclrtSynchronizeDeviceWithTimeout, error code is 507013", None),
+    ("[rank0]:[W530 17:44:21.455843271 compiler_depend.ts:526] Warning: NPU warning, error code is 507035[Error]:",
+     "Warning: NPU warning, error code is 507035[Error]:", 0),
+    # constructed: mpirun's prefix and ANSI colour around CANN's real `EE9999: Inner Error!`
+    ("\x1b[31m[1,3]<stderr>:EE9999: Inner Error!\x1b[0m", "EE9999: Inner Error!", 1),
+    # vllm-project/vllm-ascend#2800: a two-word Ray/vLLM actor name before pid=
+    ("(VllmWorker TP1 pid=961) ERROR 09-07 01:11:09 [multiproc_executor.py:596] EH9999: Inner Error!",
+     "EH9999: Inner Error!", None),
+])  # fmt: skip
+def test_prefixes_of_launchers_and_pastes_are_stripped(raw, text, rank):
+    assert strip_prefixes(raw) == (text, rank)
+
+
+def test_message_in_a_json_string_is_split_into_its_lines(tmp_path):
+    lines = EI0002_ONE_PROCESS.splitlines()
+    (tmp_path / "server.log").write_text(json.dumps({"level": "error", "message": "\n".join(lines)}) + "\n")
+    assert len(split_embedded(json.dumps("\n".join(lines)))) == 2
+    d = run_cli("logs", "--json", str(tmp_path / "server.log")).json()
+    assert d["root_cause"]["rule"] == "COMM021"
+
+
+def test_one_process_gets_a_root_cause_with_the_named_peer_not_comm504(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text(EI0002_ONE_PROCESS)
+    r = run_cli("logs", "--json", str(log))
+    d = r.json()
+    assert r.rc == 1
+    rc = d["root_cause"]
+    assert rc["rule"] == "COMM021" and "24" in rc["message"] and rc["named_culprit"]
+    assert any("peer 24" in c and "consequence" in c for c in rc["chain"])
+    assert "COMM504" not in {f["rule"] for f in d["findings"]}
+    text = run_cli("logs", str(log)).out
+    assert "Root cause: rank 101 (COMM021)" in text and "not determined" not in text  # RankID:101 of torch_npu
+
+
+def test_finding_carries_parsed_values_and_code_fix(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text(TWO_CODES + "\n")
+    f = next(x for x in run_cli("logs", "--json", str(log)).json()["findings"] if x["rule"] == "NUM030")
+    assert f["message"].startswith("507048 (Runtime): ACL_ERROR_RT_FFTS_PLUS_TIMEOUT")
+    assert "synchronize stream failed, runtime result = 507048" in f["message"] and "line(s)" in f["message"]
+    assert "plog names the kernel" in f["fix"] and f["data"]["cann"]["code"] == "507048"
+
+
+def test_several_jobs_in_one_folder_are_not_merged(tmp_path):
+    for job in ("run1", "run2", "run3"):
+        shutil.copytree(SAMPLES / "hang" / "logs", tmp_path / job)
+    r = run_cli("logs", str(tmp_path))
+    assert r.rc == 2 and "3 separate jobs" in r.err and len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+    assert run_cli("logs", str(tmp_path / "run2")).rc == 1  # one job at a time works
+
+
+def test_input_without_a_known_log_grammar_is_exit_2_not_clean(tmp_path):
+    (tmp_path / "notes.txt").write_text("Meeting notes\nWe will train the model next week.\n")
+    (tmp_path / "syslog.log").write_text("Dec  1 02:00:01 host CRON[123]: (root) CMD (run-parts /etc/cron.hourly)\n")
+    r = run_cli("logs", str(tmp_path))
+    assert r.rc == 2 and "known log grammar" in r.err and "✓" not in r.out
+
+
+def test_a_text_file_beside_the_logs_is_not_a_rank(tmp_path):
+    shutil.copytree(SAMPLES / "hang" / "logs", tmp_path / "logs")
+    (tmp_path / "logs" / "rank_7.txt").write_text("Notes about this run: rank 7 was slow yesterday.\n")
+    d = run_cli("logs", "--json", str(tmp_path / "logs")).json()
+    assert d["coverage"]["ranks"] == [0, 1] and d["coverage"]["missing_ranks"] == []
+    assert any("not a log" in s["reason"] for s in d["skipped"])
+
+
+def test_only_the_hung_ranks_log_is_not_a_clean_bill_of_health():
+    r = run_cli("logs", str(SAMPLES / "hang" / "logs" / "worker_1.log"))
+    assert "✓ no findings" not in r.out
+    assert "No error or warning found" in r.out and "Not judged" in r.out and "1 file(s) read" in r.out
+
+
+def test_coverage_in_json(tmp_path):
+    d = run_cli("logs", "--json", str(SAMPLES / "hang" / "logs")).json()
+    cov = d["coverage"]
+    assert cov["files_read"] == 4 and cov["ranks"] == [0, 1] and cov["lines"] > 100 and cov["jobs"] == 1
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_a_message_wrapped_over_two_lines_is_read_whole(tmp_path, spec, engine):
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    lines = EI0002_ONE_PROCESS.splitlines()
+    head, _, tail = lines[1].partition(" times out. ")  # the browser broke the EI0002 line after "register"
+    f = tmp_path / "paste.log"
+    f.write_text(lines[0] + "\n" + head + "\ntimes out. " + tail + "\n")
+    s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
+    hit = scan_file(str(f), s)["hits"]["COMM021"]["first"]
+    assert hit["groups"] == {"peer": "24"} and hit["line"] == 2
+
+
+def test_the_grep_engine_depends_on_the_state_machine_not_on_the_python_engine():
+    import ast
+    from pathlib import Path
+
+    import msdoctor.facts.loggrep as loggrep
+
+    tree = ast.parse(Path(loggrep.__file__).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "msdoctor.facts.logstate" in imported and "msdoctor.facts.logscan" not in imported
+
+
+def test_the_node_msrun_names_leads_the_headline_with_its_caveat(tmp_path):
+    # candle-org/MindAct#1983 (msrun console, 910A): the scheduler exit and the timed-out node list
+    (tmp_path / "paste.log").write_text(
+        "[ERROR] ME(162078:281473590168608,MainProcess):2025-03-10-09:40:38.720.000 [mindspore/parallel/cluster/"
+        "process_entity/_api.py:331] Scheduler process 162146 exit with exception.\n"
+        "[ERROR] ME(162078:281473590168608,MainProcess):2025-03-10-09:40:38.722.000 [mindspore/parallel/cluster/"
+        "process_entity/_api.py:431] Time out nodes are ['3']\n"
+    )
+    rc = run_cli("logs", "--json", str(tmp_path / "paste.log")).json()["root_cause"]
+    assert rc["rule"] == "COMM004" and "'3'" in rc["message"]
+    assert rc["named_culprit"] and "consequence" in rc["chain"][0]
+
+
+def test_an_error_no_rule_knows_is_still_named_as_the_first_error(tmp_path):
+    # a real CANN driver line (shared/faults.md §4.1): no catalogue rule recognises it
+    (tmp_path / "plog-17381_20221201.log").write_text(
+        "[ERROR] DRV(17381,python):2022-12-01-03:02:29.391.021 [ascend][curpid: 17381, 17381][drv][tsdrv]"
+        "[share_log_read 552]hdc connect down, devid(0) fid(0) tsid(0) hdc connect down, devid(0) fid(0) tsid(0)\n"
+    )
+    r = run_cli("logs", str(tmp_path / "plog-17381_20221201.log"))
+    assert "Root cause: unrecognised error" in r.out and "hdc connect down" in r.out and "not determined" not in r.out
+
+
+def test_per_node_folders_of_one_job_are_not_taken_for_several_jobs(tmp_path):
+    # the same file name in two folders, but the content names two different ranks: one job, two nodes
+    for node, worker in (("node_a", "worker_0.log"), ("node_b", "worker_1.log")):
+        (tmp_path / node).mkdir()
+        shutil.copy(SAMPLES / "hang" / "logs" / worker, tmp_path / node / "rank_0.log")
+    r = run_cli("logs", "--json", str(tmp_path))
+    assert r.rc == 1 and r.json()["coverage"]["ranks"] == [0, 1]
+
+
+def test_the_code_on_the_next_line_of_a_message_a_rule_read_is_that_rules_detail(tmp_path):
+    # https://discuss.mindspore.cn/t/topic/1156: the runtime result under COMM036's stream failure is not a
+    # second fault (NUM030 would have made it the headline, a kernel error, while ranks waited on an eval)
+    (tmp_path / "paste.log").write_text(
+        "rtStreamSynchronizeWithTimeout execute failed, reason=[the model stream execute failed][FUNC:FuncErrorReason]"
+        "[FILE:error_message_manage.cc][LINE:50]\n"
+        "synchronize stream failed, runtime result = 507011[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]\n"
+    )
+    d = run_cli("logs", "--json", str(tmp_path / "paste.log")).json()
+    assert [f["rule"] for f in d["findings"]] == ["COMM036"] and d["root_cause"]["rule"] == "COMM036"
+    # on its own the same line is a runtime failure of the device
+    (tmp_path / "alone.log").write_text(
+        "synchronize stream failed, runtime result = 507011[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]\n"
+    )
+    assert run_cli("logs", "--json", str(tmp_path / "alone.log")).json()["root_cause"]["rule"] == "NUM030"
+
+
+def test_a_rule_that_read_the_line_as_an_error_keeps_it_from_the_code_family():
+    # https://discuss.mindspore.cn/t/topic/1156, two lines joined as a paste that lost its line break: COMM036
+    # reads the stream failure; the runtime result inside is its detail, not a kernel fault for NUM030
+    second = "synchronize stream failed, runtime result = 507011[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]"
+    line = ("rtStreamSynchronizeWithTimeout execute failed, reason=[the model stream execute failed][FUNC:FuncErrorReason]"
+            "[FILE:error_message_manage.cc][LINE:50] " + second)  # fmt: skip
+    assert "NUM030" in fired(second)
+    hits = fired(line)
+    assert "NUM030" not in hits and "COMM036" in hits
+
+
+def test_a_cann_block_opening_with_a_catch_all_under_a_rules_line_is_that_lines_detail(tmp_path):
+    # vllm-project/vllm-ascend#5135 (vLLM prefixes as pasted): torch_npu names the failed HCCL call, and the
+    # EH9999 block right under it says why; a rule that reads the first line (here a stand-in warning rule,
+    # as COMM057 of the corpus branch) keeps the block from becoming a separate runtime/ENV fault
+    from msdoctor.engine.catalogue import parse_rule
+    from msdoctor.engine.evaluate import SignatureSet
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    text = "\n".join(f"{k} = '''{v}'''" for k, v in {
+        "id": "COMM999", "title": "stand-in", "severity": "warning", "area": "COMM", "role": "consequence",
+        "detects": "stand-in rule for the test", "cause": "stand-in rule for the test", "confirm": "stand-in rule",
+        "fix": "stand-in rule for the test", "example": "ERR02200 DIST call hccl api failed"}.items())
+    text += "\nreferences = ['test']\n[[signatures]]\npattern = '''ERR02200 DIST call hccl api failed'''\n"
+    stand_in = parse_rule(text, "COMM999.toml", area_dir="comm")
+    cat = load_catalogue()
+    sigs = SignatureSet([stand_in] + [r for r in cat if r.id in ("NUM030", "ENV050", "MEM040", "COMM080")])
+    log = tmp_path / "paste.log"
+    log.write_text(
+        "ERROR 12-17 09:31:58 [engine.py:458] [ERROR] 2025-12-17-09:31:53 (PID:53769, Device:0, RankID:-1) ERR02200 "
+        "DIST call hccl api failed.\n"
+        "ERROR 12-17 09:31:58 [engine.py:458] EH9999: Inner Error!\n"
+        "ERROR 12-17 09:31:58 [engine.py:458] EH9999: [PID: 53769] 2025-12-17-09:31:39.804.969 rtSetStreamFailureMode "
+        "failed, runtime result = 207000.[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]\n"
+    )
+    assert set(scan_file(str(log), ScanSpec(sigs, engine="python"))["hits"]) == {"COMM999"}
+    log.write_text(log.read_text().split("\n", 1)[1])  # without the line it explains, the block is the fault
+    assert set(scan_file(str(log), ScanSpec(sigs, engine="python"))["hits"]) == {"NUM030", "ENV050"}
