@@ -100,11 +100,13 @@ def run_logs(path: Path) -> tuple[int, dict]:
     """`msdoctor logs --json PATH` in process (the corpus is scored in the test suite too)."""
     from msdoctor.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    raw = io.BytesIO()  # print_json writes bytes to sys.stdout.buffer
+    out, err = io.TextIOWrapper(raw, encoding="utf-8"), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["logs", "--json", str(path)])
+    out.flush()
     try:
-        return rc, json.loads(out.getvalue() or "{}")
+        return rc, json.loads(raw.getvalue() or b"{}")
     except ValueError:
         return rc, {}
 
