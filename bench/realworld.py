@@ -100,11 +100,13 @@ def run_logs(path: Path) -> tuple[int, dict]:
     """`msdoctor logs --json PATH` in process (the corpus is scored in the test suite too)."""
     from msdoctor.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    # print_json writes bytes to sys.stdout.buffer: capture through a text wrapper over a byte buffer
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["logs", "--json", str(path)])
+    out.flush()
     try:
-        return rc, json.loads(out.getvalue() or "{}")
+        return rc, json.loads(out.buffer.getvalue().decode("utf-8") or "{}")
     except ValueError:
         return rc, {}
 
