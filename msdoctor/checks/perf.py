@@ -170,6 +170,22 @@ def regression(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     )
 
 
+def loss_line(r: dict[str, Any]) -> str:
+    """One line on what a truncated trace lost (events, steps, collectives) — shared with PERF306."""
+    parts = [f"trace cut short, read up to its last complete event ({r['events_read']} events; "
+             f"{r['dropped_bytes']} bytes of a partial event dropped)" if "events_read" in r else
+             f"trace cut short ({r['dropped_bytes']} bytes dropped)"]  # fmt: skip
+    if r.get("steps_lost"):
+        parts.append(f"{r['steps_read']} step(s) vs {r['peer_steps']:.0f} on the other ranks")
+    if r.get("collectives_lost"):
+        ref = ("its communication.json" if "collectives_in_communication_json" in r else "the other ranks' traces")
+        parts.append(f"{r['collectives_lost']} collective(s) missing ({100 * r['collectives_lost_share']:.0f} % of "
+                     f"what {ref} holds)")  # fmt: skip
+    if r.get("analyses_touched") and (r.get("collectives_lost") or r.get("steps_lost")):
+        parts.append("affects: " + ", ".join(r["analyses_touched"]))
+    return "; ".join(parts)
+
+
 def profile_files(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF306: profiler files skipped (unknown format, unreadable) or recovered from truncation."""
     files = facts.need("profile.files")
@@ -178,8 +194,7 @@ def profile_files(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
                   rank=s.get("rank"), data=s)  # fmt: skip
     for r in files["recovered"]:
         yield Hit(
-            message=(f"{r['path']} was cut short (profiler killed mid-write?): read up to its last complete event, "
-                     f"{r['dropped_bytes']} byte(s) dropped"),
+            message=f"{r['path']} was cut short (profiler killed mid-write?): {loss_line(r)}",
             evidence=(_ev(f"dropped {r['dropped_bytes']} bytes at the end", "profile.files"),),
             rank=r["rank"],
             data=r,
@@ -188,7 +203,9 @@ def profile_files(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
 
 def slow_link(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """COMM301: a link runs far below the bandwidth of its peers (communication matrix)."""
-    links = [x for x in facts.need("profile.links") if x["size_mb"] > 0 and x["time_ms"] > 0]
+    # a link that moved almost nothing (a few bytes of a broadcast) has no meaningful bandwidth
+    min_mb = float(params.get("min_mb", 1.0))
+    links = [x for x in facts.need("profile.links") if x["size_mb"] >= min_mb and x["time_ms"] > 0]
     if len(links) < 2:
         return
     ratio = float(params["ratio"])

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from msdoctor.checks.perf import loss_line
 from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.evaluate import run_checks
 from msdoctor.engine.facts import Facts
@@ -92,7 +93,10 @@ def run(args: argparse.Namespace) -> int:
             ranks=[{k: r[k] for k in (*RANK_KEYS, "stage", "data_ms", "free_ratio", "source") if k in r} for r in ranks],
             stages=facts.get_known("profile.stages"), top_ops=facts.get_known("profile.top_ops"),
             comm_ops=facts.get_known("profile.comm_ops"), comm_groups=facts.get_known("profile.comm_groups"),
-            links=facts.get_known("profile.links"), data_gaps=facts.get_known("profile.data_gaps"),
+            links=facts.get_known("profile.links"), links_outside=facts.get_known("profile.links_outside"),
+            comm_wait=facts.get_known("profile.comm_wait"), operator_memory=facts.get_known("profile.operator_memory"),
+            module_memory=facts.get_known("profile.module_memory"), static_memory=facts.get_known("profile.static_memory"),
+            operators=facts.get_known("profile.operators"), data_gaps=facts.get_known("profile.data_gaps"),
             files=facts.get_known("profile.files"), compare=facts.get_known("profile.compare"),
             memory=facts.get_known("profile.memory"), dataset=facts.get_known("profile.dataset"),
             passed=ev.passed, **extra,
@@ -115,6 +119,25 @@ def _bar(r: dict[str, Any], scale: float, width: int = 16) -> str:
     return "".join(f"[{style}]{ch * n}[/]" for (_, style, ch), n in zip(parts, cells, strict=True))
 
 
+def _coverage(out: Any, world: dict[str, Any], files: dict[str, Any]) -> None:
+    """What was read and what was not, in one or two lines (never a clean bill about unread input)."""
+    read = files.get("read") or []
+    names = sorted({r["file"] for r in read})
+    line = f"read {len(read)} file(s)"
+    if names:
+        line += f" ({', '.join(names)})"
+    bad = sum(r.get("bad_row_count", 0) for r in read)
+    if bad:
+        line += f"; {bad} malformed row(s) skipped"
+    if files.get("skipped"):
+        line += f"; [yellow]{len(files['skipped'])} skipped[/] (PERF306)"
+    if files.get("ignored"):
+        line += f"; {len(files['ignored'])} not analysed (-v / --json lists them)"
+    out.print(line)
+    if world.get("holds") and not world.get("count", 0) > 1 and len(read) <= 1:
+        out.print(f"[dim]this capture holds only: {', '.join(world['holds'])}[/]")
+
+
 def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any] | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -126,15 +149,16 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
     head = f"[bold]msdoctor analyze[/] {escape(str(facts.get_known('profile.root', '')))}: {world.get('count', 0)} rank(s)"
     if world.get("kinds"):
         head += f" ({', '.join(world['kinds'])})"
+    if world.get("frameworks"):
+        head += f" from {', '.join(world['frameworks'])}"
     if steps:
         head += f", {'/'.join(map(str, steps))} step(s) each"
     if world.get("ms_version"):
         head += f", MindSpore {world['ms_version']}"
     out.print(head)
-    if files.get("recovered"):
-        for r in files["recovered"]:
-            out.print(f"[yellow]recovered[/] rank {r['rank']}: truncated trace read up to its last complete event "
-                      f"({r['dropped_bytes']} bytes dropped)")  # fmt: skip
+    _coverage(out, world, files)
+    for r in files.get("recovered") or []:
+        out.print(f"[yellow]recovered[/] rank {r['rank']}: {escape(loss_line(r))}")
     if ranks:
         t = Table(title="time per step (mean, ms): [green]compute[/], [red]comm[/] not hidden by compute, comm "
                         "hidden under compute, [grey50]free[/], data wait",
@@ -147,7 +171,8 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
         for r in sorted(shown, key=lambda r: r["rank"]):
             t.add_row(str(r["rank"]), str(r.get("stage", 0)), f"{r['step_ms']:.1f}", f"{r['compute_ms']:.1f}",
                       f"{r['comm_ms']:.1f}", f"{r['comm_overlapped_ms']:.1f}", f"{r['free_ms']:.1f}",
-                      f"{r.get('data_ms', 0.0):.1f}", f"{100 * r['comm_ratio']:.1f}", _bar(r, scale))  # fmt: skip
+                      "n/a" if r.get("data_ms") is None else f"{r['data_ms']:.1f}", f"{100 * r['comm_ratio']:.1f}",
+                      _bar(r, scale))  # fmt: skip
         out.print(t)
         if len(ranks) > 1 and not facts.is_known("profile.comm_ops"):
             out.print("[yellow]no communication ops in these traces or communication.json: the comm column is not measured[/]")
@@ -182,13 +207,36 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
         out.print(t)
     links = facts.get_known("profile.links") or []
     if links:
-        slow = sorted(links, key=lambda x: x["bandwidth_gbps"])[:5]
-        t = Table(title=f"slowest links (of {len(links)})", title_justify="left", box=None, pad_edge=False)
+        big = sorted(links, key=lambda x: -x["size_mb"])[:5]
+        outside = facts.get_known("profile.links_outside") or {}
+        title = f"links by volume (top {len(big)} of {len(links)}"
+        title += f"; {outside['count']} to ranks outside this capture not shown)" if outside.get("count") else ")"
+        t = Table(title=title, title_justify="left", box=None, pad_edge=False)
         for c in ("link", "transport", "group", "MB", "ms", "GB/s"):
             t.add_column(c, justify="right" if c in ("MB", "ms", "GB/s") else "left")
-        for x in slow:
+        for x in big:
             t.add_row(f"{x['src']}→{x['dst']}", x["transport"], escape(str(x["group_name"] or x["group"])),
                       f"{x['size_mb']:.1f}", f"{x['time_ms']:.1f}", f"{x['bandwidth_gbps']:.2f}")  # fmt: skip
+        out.print(t)
+    wait = facts.get_known("profile.comm_wait") or []
+    if len(wait) > 1:
+        t = Table(title="time in collectives per rank (communication.json): the rank that waits least is the one "
+                        "the others wait for", title_justify="left", box=None, pad_edge=False)  # fmt: skip
+        for c in ("rank", "ops", "elapse ms", "transit ms", "wait ms", "wait ratio", "sync ratio"):
+            t.add_column(c, justify="right")
+        for w in wait[:16]:
+            t.add_row(str(w["rank"]), str(w["ops"]), f"{w['elapse_ms']:.1f}", f"{w['transit_ms']:.1f}",
+                      f"{w['wait_ms']:.1f}", f"{w['wait_ratio']:.4f}", f"{w['sync_ratio']:.4f}")  # fmt: skip
+        out.print(t)
+    mem = facts.get_known("profile.memory") or []
+    if mem:
+        t = Table(title="memory peaks per component (memory_record.csv, MB)", title_justify="left", box=None, pad_edge=False)
+        for c in ("rank", "component", "allocated", "reserved", "records"):
+            t.add_column(c, justify="right" if c != "component" else "left")
+        for x in mem[:24]:
+            alloc = "n/a" if x.get("peak_allocated_mb") is None else f"{x['peak_allocated_mb']:.1f}"
+            res = "n/a" if x.get("peak_reserved_mb") is None else f"{x['peak_reserved_mb']:.1f}"
+            t.add_row(str(x["rank"]), escape(x["component"]), alloc, res, str(x["records"]))
         out.print(t)
     cmp = facts.get_known("profile.compare") or {}
     step = (cmp.get("phases") or {}).get("step_ms")
