@@ -207,12 +207,18 @@ def check_single_capture(root: Path, found: list[RankDir]) -> None:
     clash = None
     for cap, rds in sorted(by_cap.items()):
         for rd in rds:
-            if rd.rank >= 0 and rd.rank in seen and seen[rd.rank] != cap:
+            if clash is None and rd.rank >= 0 and rd.rank in seen and seen[rd.rank] != cap:
                 clash = f"rank {rd.rank} is in {seen[rd.rank]} and {cap}"
             seen.setdefault(rd.rank, cap)
     frameworks = {rd.framework for rd in found if rd.framework}
-    if clash is None and len(frameworks) < 2:
+    unnumbered = sorted({rd.capture for rd in found if rd.rank < 0 or rd.rank_source == "folder order"})
+    days = {str(_folder_ts(rd.path))[:8] for rd in found if _folder_ts(rd.path)}
+    if clash is None and len(frameworks) < 2 and not unnumbered and len(days) < 2:
         return
+    if clash is None and unnumbered:
+        clash = f"{unnumbered[0]} has no rank numbers to line up with the others"
+    if clash is None and len(days) > 1:
+        clash = f"captured on different days ({', '.join(sorted(days))})"
     why = clash or f"frameworks differ ({', '.join(sorted(frameworks))})"
     caps = "; ".join(f"{cap} ({len(rds)} rank folder(s))" for cap, rds in sorted(by_cap.items()))
     raise InputError(f"{root} holds {len(by_cap)} separate profiler captures ({why}), not merged into one job: {caps}. "

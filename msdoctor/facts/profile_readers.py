@@ -160,7 +160,9 @@ def kernel_rows(path: Path, rank: int) -> tuple[list[dict[str, Any]], list[dict[
             comm.append({"rank": rank, "step": int(step) if step is not None else 0, "name": name,
                          "start_us": num(r.get("start_us")), "ms": dur / 1000.0})  # fmt: skip
             continue
-        acc = ops.setdefault(r.get("type") or name, [0, 0.0])
+        typ = r.get("type", "")
+        # a MemSet helper task carries Type "0" (msinsight rank 0, NonZero_MemSet): name it by its Name
+        acc = ops.setdefault(typ if typ not in ("", "0", "N/A") else name, [0, 0.0])
         acc[0] += 1
         acc[1] += dur
     unusable = rec.bad_rows.count(-1)
