@@ -172,17 +172,21 @@ def regression(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
 
 def loss_line(r: dict[str, Any]) -> str:
     """One line on what a truncated trace lost (events, steps, collectives) — shared with PERF306."""
-    parts = [f"trace cut short, read up to its last complete event ({r['events_read']} events; "
+    peers = f" vs {r['peer_events']:.0f} on the other ranks" if r.get("peer_events") else ""
+    parts = [f"read up to its last complete event ({r['events_read']} events{peers}; "
              f"{r['dropped_bytes']} bytes of a partial event dropped)" if "events_read" in r else
-             f"trace cut short ({r['dropped_bytes']} bytes dropped)"]  # fmt: skip
+             f"read up to its last complete event ({r['dropped_bytes']} bytes dropped)"]  # fmt: skip
     if r.get("steps_lost"):
         parts.append(f"{r['steps_read']} step(s) vs {r['peer_steps']:.0f} on the other ranks")
     if r.get("collectives_lost"):
         ref = ("its communication.json" if "collectives_in_communication_json" in r else "the other ranks' traces")
         parts.append(f"{r['collectives_lost']} collective(s) missing ({100 * r['collectives_lost_share']:.0f} % of "
                      f"what {ref} holds)")  # fmt: skip
-    if r.get("analyses_touched") and (r.get("collectives_lost") or r.get("steps_lost")):
-        parts.append("affects: " + ", ".join(r["analyses_touched"]))
+    if r.get("collectives_lost") or r.get("steps_lost"):
+        touched = r.get("analyses_touched")
+        parts.append("affects: " + ", ".join(touched) if touched else
+                     "no analysis uses this trace for it (step_trace_time.csv, communication.json and "
+                     "kernel_details.csv cover the rank)")  # fmt: skip
     return "; ".join(parts)
 
 

@@ -69,6 +69,7 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
         read_communication(m)
         read_operators(m, con)
         read_memory_and_more(m, con)
+        losses_touch(m)
     finally:
         con.close()
     facts, summary = to_facts(m, prefix)
@@ -76,6 +77,20 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
 
 
 # -- readers: each fills its part of the model ----------------------------------------------------
+
+
+def losses_touch(m: ProfileModel) -> None:
+    """Name the analyses a truncated trace feeds: those whose source for that rank is the trace."""
+    for r in m.recovered:
+        rank, touched = r["rank"], []
+        if m.step_sources.get(rank) == "trace_view.json":
+            touched.append("per-step breakdown (profile.ranks: PERF301/302/303, DATA301)")
+        if m.comm_source == "trace_view.json" and r.get("collectives_lost"):
+            touched.append("communication ops (profile.comm_ops: COMM302)")
+        kd = any(rd.rank == rank and {"kernel_details", "op_statistic"} & set(rd.files) for rd in m.discovery.ranks)
+        if not kd:
+            touched.append("operators (profile.top_ops: PERF304)")
+        r["analyses_touched"] = touched
 
 
 def read_metadata(m: ProfileModel) -> None:

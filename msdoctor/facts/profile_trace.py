@@ -330,11 +330,6 @@ def loss_report(con: duckdb.DuckDBPyConnection, tf: TraceFile, rank_dirs: list[A
         out["collectives_lost_share"] = round(out["collectives_lost"] / expected, 4)
     if out.get("peer_steps") and out["peer_steps"] > out["steps_read"]:
         out["steps_lost"] = int(out["peer_steps"] - out["steps_read"])
-    touched = ["per-step breakdown (profile.ranks, PERF301/302/303)"]
-    if out.get("collectives_lost"):
-        touched.append("communication ops (profile.comm_ops, COMM302)")
-    touched.append("operators from the trace (profile.top_ops) unless kernel_details.csv has them")
-    out["analyses_touched"] = touched
     return out
 
 

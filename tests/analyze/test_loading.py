@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from msdoctor.checks.perf import loss_line
 from msdoctor.errors import InputError
 from msdoctor.facts import profile as prof
 from msdoctor.facts import profile_trace as pt
@@ -180,3 +181,24 @@ def test_overlap_events_named_by_their_thread(small, tmp_path):
     r0 = next(r for r in prof.collect(small, tmpdir=tmp_path).facts["profile.ranks"] if r["rank"] == 0)
     assert r0["source"] == "trace_view.json"
     assert r0["compute_ms"] == pytest.approx(100.0) and r0["comm_ms"] == pytest.approx(20.0)
+
+
+def test_trace_cut_in_half_reports_lost_collectives_and_analyses(small, tmp_path):
+    """Issue 13: a trace cut in half said only "264 bytes dropped" while a quarter of the collectives vanished.
+    Now the loss is counted in events, steps and collectives (against the rank's own communication.json)
+    and the analyses that read the trace for that rank are named."""
+    rank1 = rank_dirs(small)[1] / "ASCEND_PROFILER_OUTPUT"
+    trace = rank1 / "trace_view.json"
+    with trace.open("r+b") as f:
+        f.truncate(trace.stat().st_size // 2)
+    (rank1 / "step_trace_time.csv").unlink()  # the breakdown of rank 1 now comes from the cut trace
+    d = prof.collect(small, tmpdir=tmp_path)
+    (rec,) = d.facts["profile.files"]["recovered"]
+    total = rec["collectives_in_communication_json"]
+    assert total > 0 and 0 < rec["collectives_read"] < total
+    assert rec["collectives_lost"] == total - rec["collectives_read"]
+    assert rec["steps_read"] < rec["peer_steps"] and rec["events_read"] < rec["peer_events"]
+    assert any("per-step breakdown" in a for a in rec["analyses_touched"])
+    assert any("communication ops" in a for a in rec["analyses_touched"])
+    line = loss_line(rec)
+    assert f"{rec['collectives_lost']} collective(s) missing" in line and "affects: per-step breakdown" in line
