@@ -23,6 +23,7 @@ import pandas as pd
 from msdoctor.analysis import profile as an
 from msdoctor.engine.facts import Facts
 from msdoctor.facts import profile_readers as rdr
+from msdoctor.facts import profile_sqlite as sq
 from msdoctor.facts import profile_trace as pt
 from msdoctor.facts.profile_comm import comm_rows, matrix_rows
 from msdoctor.facts.profile_files import (
@@ -69,6 +70,7 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
         read_communication(m)
         read_operators(m, con)
         read_memory_and_more(m, con)
+        read_sqlite_exports(m)
         losses_touch(m)
     finally:
         con.close()
@@ -77,6 +79,55 @@ def collect(root: Path, *, tmpdir: Path, memory_limit: str = "700MB", threads: i
 
 
 # -- readers: each fills its part of the model ----------------------------------------------------
+
+
+def read_sqlite_exports(m: ProfileModel) -> None:
+    """analysis.db and ascend_{pytorch,mindspore}_profiler*.db: each fills what a rank's CSV/JSON files did not."""
+    steps, comm, matrix, ops, comm_ev = [], [], [], [], []
+    have_comm = set(m.comm_json["rank"]) if not m.comm_json.empty else set()
+    have_matrix = set(m.matrix["rank"]) if not m.matrix.empty else set()
+    have_ops = set(m.ops["rank"]) if not m.ops.empty else set()
+    have_ev = set(m.comm_ev["rank"]) if not m.comm_ev.empty else set()
+    for rd in m.discovery.ranks:
+        if "analysis_db" in rd.files:
+            got, rec, skip = sq.read_analysis_db(rd.files["analysis_db"], rd.rank)
+            if skip:
+                m.skipped.append(skip)
+            else:
+                m.read.append(rec)
+                if rd.rank not in m.step_sources and got["steps"]:
+                    steps += got["steps"]
+                    m.step_sources[rd.rank] = "analysis.db"
+                    if all(s["data_ms"] != s["data_ms"] for s in got["steps"]):  # NaN: no preparing column
+                        m.no_data_column[rd.rank] = "analysis.db StepTraceTime has no preparing values"
+                comm += got["comm"] if rd.rank not in have_comm else []
+                matrix += got["matrix"] if rd.rank not in have_matrix else []
+        if "profiler_db" in rd.files:
+            got, rec, skip = sq.read_profiler_db(rd.files["profiler_db"], rd.rank)
+            if skip:
+                m.skipped.append(skip)
+            else:
+                m.read.append(rec)
+                ops += got["ops"] if rd.rank not in have_ops else []
+                comm_ev += got["comm"] if rd.rank not in have_ev else []
+    if steps:
+        m.steps = pd.concat([m.steps, pd.DataFrame(steps)], ignore_index=True) if not m.steps.empty else pd.DataFrame(steps)
+    if comm:
+        m.comm_json = pd.concat([m.comm_json, pd.DataFrame(comm)], ignore_index=True)
+    if matrix:
+        m.matrix = pd.concat([m.matrix, pd.DataFrame(matrix)], ignore_index=True)
+    if ops:
+        m.ops = pd.concat([m.ops, pd.DataFrame(ops)], ignore_index=True) if not m.ops.empty else pd.DataFrame(ops)
+    if comm and m.comm_ev.empty:
+        # CommAnalyzerTime is communication.json's table: it comes before COMMUNICATION_OP, as the JSON
+        # comes before kernel_details' HCCL rows on a text export
+        cj = pd.DataFrame(comm)
+        m.comm_ev = pd.DataFrame({"rank": cj["rank"], "step": cj["step"], "name": cj["op"], "type": cj["type"],
+                                  "start_us": cj["start_us"], "ms": cj["elapse_ms"]})  # fmt: skip
+        m.comm_source = "analysis.db"
+    elif comm_ev:
+        m.comm_ev = pd.concat([m.comm_ev, pd.DataFrame(comm_ev)], ignore_index=True) if not m.comm_ev.empty else pd.DataFrame(comm_ev)
+        m.comm_source = m.comm_source or "ascend_*_profiler.db"
 
 
 def losses_touch(m: ProfileModel) -> None:

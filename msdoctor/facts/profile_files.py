@@ -31,6 +31,7 @@ READ_KEYS = ("trace_view", "step_trace_time", "kernel_details", "op_statistic", 
              "communication_matrix", "memory_record", "dataset", "operator_memory", "npu_module_mem",
              "static_op_mem", "operator_details")  # fmt: skip
 MAX_DEPTH = 5
+PROFILER_DB_RE = re.compile(r"^ascend_(?:pytorch|mindspore)_profiler(?:_\d+)?\.db$")
 
 
 def load_schema() -> dict[str, Any]:
@@ -132,14 +133,15 @@ def _scan_folder(folder: Path, rd: RankDir, ignored: list[dict[str, Any]]) -> No
             rd.files["cpu_op_type_info"] = f
     out = folder / "ASCEND_PROFILER_OUTPUT"
     if out.is_dir():
-        known = {rd.files[k].name for k in READ_KEYS if k in rd.files}
+        for f in sorted(out.glob("*.db")):
+            if f.name == "analysis.db":
+                rd.files["analysis_db"] = f
+            elif PROFILER_DB_RE.match(f.name):
+                rd.files["profiler_db"] = f
+        known = {p.name for k, p in rd.files.items() if p.parent == out}
         for f in sorted(out.iterdir()):
             if f.is_file() and f.name not in known:
-                why = ("SQLite export: read by the SQLite reader" if f.suffix == ".db"
-                       else "not a file msdoctor analyses (no rule reads it)")  # fmt: skip
-                ignored.append({"path": str(f), "rank": rd.rank, "reason": why})
-    for f in sorted(folder.glob("*.db")) + sorted(out.glob("*.db") if out.is_dir() else []):
-        rd.files.setdefault("sqlite:" + f.name, f)
+                ignored.append({"path": str(f), "rank": rd.rank, "reason": "not a file msdoctor analyses (no rule reads it)"})
 
 
 def discover(root: Path) -> Discovery:
