@@ -126,8 +126,8 @@ def free_time(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     if high and len(high) == len(ranks):
         mean = statistics.fmean(r["free_ratio"] for r in ranks)
         yield Hit(
-            message=(f"free (idle) time is {_pct(mean)} of the step on every rank ({_ranges(r['rank'] for r in high)}); "
-                     f"threshold {_pct(ratio)}: the device waits for the host"),
+            message=(f"free (idle) time is {_pct(mean)} of compute + exposed comm + free on every rank "
+                     f"({_ranges(r['rank'] for r in high)}); threshold {_pct(ratio)}: the device waits for the host"),
             evidence=tuple(_ev(_rank_line(r), "profile.ranks") for r in sorted(high, key=lambda r: -r["free_ratio"])[:3]),
             data={"mean_free_ratio": round(mean, 4)},
         )

@@ -202,3 +202,18 @@ def test_trace_cut_in_half_reports_lost_collectives_and_analyses(small, tmp_path
     assert any("communication ops" in a for a in rec["analyses_touched"])
     line = loss_line(rec)
     assert f"{rec['collectives_lost']} collective(s) missing" in line and "affects: per-step breakdown" in line
+
+
+def test_op_statistic_is_read_when_kernel_details_is_absent(small, tmp_path):
+    """op_statistic.csv (documented columns OP Type, Core Type, Count, Total Time(us)) gives the same top
+    operators as kernel_details.csv; its HCCL-core rows are communication, never compute."""
+    with_kd = prof.collect(small, tmpdir=tmp_path).facts["profile.top_ops"]
+    for d in rank_dirs(small):
+        (d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").unlink()
+        with (d / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv").open("a") as f:
+            f.write("hcom_allReduce_,HCCL,4,999999.000,1.0,1.0,1.0,90.00\n")
+    facts = prof.collect(small, tmpdir=tmp_path).facts
+    ops = facts["profile.top_ops"]
+    assert [(o["op"], o["count"]) for o in ops] == [(o["op"], o["count"]) for o in with_kd]
+    assert [o["total_ms"] for o in ops] == pytest.approx([o["total_ms"] for o in with_kd], abs=0.01)
+    assert {r["file"] for r in facts["profile.files"]["read"]} >= {"op_statistic"}
