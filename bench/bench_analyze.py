@@ -6,8 +6,8 @@
 The trees are made by samples/profiles/gen_profile.py into a temporary directory (deleted after).
 Every tool runs as a child process; wall time is measured around it and peak memory by polling
 the RSS of the child and all its descendants every 20 ms (psutil).
-msprof-analyze must be installed in its own venv (default /tmp/msprof-venv: `python -m venv
-/tmp/msprof-venv && /tmp/msprof-venv/bin/pip install msprof-analyze`); it is skipped otherwise.
+msprof-analyze comes with the dev extra (pyproject.toml) and is taken from this venv, else from
+/tmp/msprof-venv/bin/msprof-analyze; it is skipped when neither exists.
 """
 
 from __future__ import annotations
@@ -220,7 +220,8 @@ def main() -> int:
     ap.add_argument("--kernels", type=int, default=65000, help="kernels per step per rank (65000 ≈ 90 MB trace)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--scaling", default="2,8,16,32,64")
-    ap.add_argument("--msprof", default="/tmp/msprof-venv/bin/msprof-analyze")
+    venv_msprof = Path(sys.executable).with_name("msprof-analyze")  # the dev extra installs it
+    ap.add_argument("--msprof", default=str(venv_msprof if venv_msprof.exists() else "/tmp/msprof-venv/bin/msprof-analyze"))
     ap.add_argument("--advisor", action="store_true", help="also run `advisor all` (took 805 s before)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per command, interleaved (median reported)")
     ap.add_argument("--no-write", action="store_true")

@@ -174,6 +174,10 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
                       "n/a" if r.get("data_ms") is None else f"{r['data_ms']:.1f}", f"{100 * r['comm_ratio']:.1f}",
                       _bar(r, scale))  # fmt: skip
         out.print(t)
+        if any(r.get("data_ms") is None for r in ranks) and "profile.data_gaps" in facts:
+            gaps = facts["profile.data_gaps"]
+            why = getattr(gaps, "reason", "") or "not measured on some ranks"
+            out.print(f"[yellow]data wait n/a: not evaluated[/] — {escape(why)}")
         if len(ranks) > 1 and not facts.is_known("profile.comm_ops"):
             out.print("[yellow]no communication ops in these traces or communication.json: the comm column is not measured[/]")
         if len(shown) < len(ranks):
@@ -207,9 +211,11 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
         out.print(t)
     links = facts.get_known("profile.links") or []
     if links:
-        big = sorted(links, key=lambda x: -x["size_mb"])[:5]
+        # the slowest links that moved real data (≥ 1 MB), then the largest ones
+        slow = sorted((x for x in links if x["size_mb"] >= 1.0), key=lambda x: x["bandwidth_gbps"])[:3]
+        big = slow + [x for x in sorted(links, key=lambda x: -x["size_mb"]) if x not in slow][: max(0, 5 - len(slow))]
         outside = facts.get_known("profile.links_outside") or {}
-        title = f"links by volume (top {len(big)} of {len(links)}"
+        title = f"links, slowest then largest ({len(big)} of {len(links)}"
         title += f"; {outside['count']} to ranks outside this capture not shown)" if outside.get("count") else ")"
         t = Table(title=title, title_justify="left", box=None, pad_edge=False)
         for c in ("link", "transport", "group", "MB", "ms", "GB/s"):

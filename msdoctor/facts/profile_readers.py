@@ -5,7 +5,9 @@ given explicitly (no sniffing: one ragged row and triple-quoted shapes once made
 ``|`` and drop a whole real file), header spellings matched through the schema's ``columns``
 aliases, values stripped of the trailing TAB torch_npu writes inside quotes, and a row whose
 field count differs from the header's skipped and counted by its line number, never the file.
-Readers return plain rows plus a :class:`Read` record (coverage) or a Skip; they never raise.
+kernel_details.csv, which can hold millions of rows, is read by DuckDB with the same explicit dialect
+and its rejected rows counted. Readers return plain rows plus a :class:`Read` record (coverage) or a
+Skip; they never raise.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import duckdb
 
 from msdoctor.facts.profile_files import SCHEMA, Skip
 
@@ -141,39 +145,52 @@ def is_comm_kernel(name: str, core: str) -> bool:
 def kernel_rows(path: Path, rank: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Read, Skip | None]:
     """(compute op totals [rank, op, count, total_us], HCCL task rows [rank, step, name, start_us, ms], read, skip).
 
-    HCCL-core / ``hcom_*`` rows are communication: they never count as compute operators.
+    HCCL-core / ``hcom_*`` rows are communication: they never count as compute operators. The file can
+    hold millions of rows, so DuckDB reads it, but with the delimiter and quote given (no sniffing) and
+    rows of another field count rejected into ``reject_errors`` and counted by line, never the file.
     """
-    it, rec, skip = read_csv(path, "kernel_details", rank)
+    it, rec, skip = read_csv(path, "kernel_details", rank)  # header check and column spellings only
     if it is None:
         return [], [], rec, skip
-    ops: dict[str, list[float]] = {}
-    comm: list[dict[str, Any]] = []
-    for r in it:
-        dur = num(r.get("dur_us"))
-        if dur is None:
-            rec.bad_rows.append(-1)  # counted below as unusable
-            rec.rows -= 1
-            continue
-        name, core = r.get("name", ""), r.get("core", "")
-        step = num(r.get("step"))
-        if is_comm_kernel(name, core):
-            comm.append({"rank": rank, "step": int(step) if step is not None else 0, "name": name,
-                         "start_us": num(r.get("start_us")), "ms": dur / 1000.0})  # fmt: skip
-            continue
-        typ = r.get("type", "")
+    it.close()  # type: ignore[attr-defined]
+    with path.open("r", encoding="utf-8-sig", newline="") as f:
+        header = [h.strip() for h in next(csv.reader(f))]
+    spell = {name: next((s for s in spellings if s in header), None) for name, spellings in _aliases("kernel_details").items()}
+
+    def col(name: str) -> str:
+        s = spell.get(name)
+        return 'NULL' if s is None else '"' + s.replace('"', '""') + '"'
+
+    spec = SCHEMA["files"]["kernel_details"]
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET enable_progress_bar=false")
+        con.execute(f"""CREATE TEMP TABLE k AS SELECT {col('name')} AS name, {col('type')} AS type, {col('core')} AS core,
+                        TRY_CAST(trim({col('step')}) AS DOUBLE) AS step, TRY_CAST(trim({col('start_us')}) AS DOUBLE) AS start_us,
+                        TRY_CAST(trim({col('dur_us')}) AS DOUBLE) AS dur
+                        FROM read_csv($p, header=true, all_varchar=true, delim=',', quote='"', escape='"',
+                                      store_rejects=true, max_line_size=16777216)""", {"p": str(path)})  # fmt: skip
+        rec.bad_rows = [int(r[0]) for r in con.execute("SELECT line FROM reject_errors ORDER BY line").fetchall()]
+        rec.rows = int(con.execute("SELECT count(*) FROM k").fetchone()[0])  # type: ignore[index]
+        unusable = int(con.execute("SELECT count(*) FROM k WHERE dur IS NULL").fetchone()[0])  # type: ignore[index]
+        is_comm = f"(upper(coalesce(core, '')) = '{spec['comm_core']}' OR starts_with(coalesce(name, ''), '{spec['comm_name_prefix']}'))"
+        comm = [{"rank": rank, "step": int(st) if st is not None else 0, "name": n, "start_us": t, "ms": d / 1000.0}
+                for n, st, t, d in con.execute(f"SELECT name, step, start_us, dur FROM k WHERE dur IS NOT NULL AND {is_comm}").fetchall()]  # fmt: skip
         # a MemSet helper task carries Type "0" (msinsight rank 0, NonZero_MemSet): name it by its Name
-        acc = ops.setdefault(typ if typ not in ("", "0", "N/A") else name, [0, 0.0])
-        acc[0] += 1
-        acc[1] += dur
-    unusable = rec.bad_rows.count(-1)
-    rec.bad_rows = [b for b in rec.bad_rows if b != -1]
+        ops = [{"rank": rank, "op": op, "count": int(n), "total_us": float(us)} for op, n, us in con.execute(f"""
+                SELECT CASE WHEN coalesce(type, '') IN ('', '0', 'N/A') THEN name ELSE type END, count(*), sum(dur)
+                FROM k WHERE dur IS NOT NULL AND NOT {is_comm} GROUP BY 1""").fetchall()]  # fmt: skip
+    except duckdb.Error as exc:
+        return [], [], rec, Skip(str(path), f"format not known: DuckDB could not read it ({str(exc).splitlines()[0][:160]})", rank)
+    finally:
+        con.close()
+    rec.rows -= unusable
     rec.note = bad_rows_note(rec)
     if unusable:
         rec.note = (rec.note + "; " if rec.note else "") + f"{unusable} row(s) without a numeric Duration(us)"
     if comm:
         rec.note = (rec.note + "; " if rec.note else "") + f"{len(comm)} HCCL task(s) counted as communication"
-    out = [{"rank": rank, "op": op, "count": int(c), "total_us": t} for op, (c, t) in ops.items()]
-    return out, comm, rec, None
+    return ops, comm, rec, None
 
 
 # -- op_statistic.csv ----------------------------------------------------------------------------
