@@ -175,6 +175,29 @@ def comm_wait(ops: pd.DataFrame) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda x: x["rank"])
 
 
+# msprof-analyze 26.2.0 advisor/rules/en/packet.yaml: min_rdma_size 1 MB, min_sdma_size 16 MB (SDMA-class links)
+SMALL_PACKET_MB = {"RDMA": 1.0}
+SMALL_PACKET_MB_DEFAULT = 16.0
+
+
+def packets(bw: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per transport, from communication.json's bandwidth info: ops that moved data, volume, time, and the
+    share of ops below msprof-analyze's small-packet size (RDMA 1 MB, SDMA/HCCS/PCIE 16 MB)."""
+    if bw.empty:
+        return []
+    d = bw[bw["size_mb"] > 0]
+    rows = []
+    for t, g in d.groupby("transport"):
+        lim = SMALL_PACKET_MB.get(str(t), SMALL_PACKET_MB_DEFAULT)
+        small = g[g["size_mb"] < lim]
+        size, time_ = float(g["size_mb"].sum()), float(g["time_ms"].sum())
+        rows.append({"transport": str(t), "ops": int(len(g)), "size_mb": round(size, 3), "time_ms": round(time_, 3),
+                     "bandwidth_gbps": round(size / time_, 4) if time_ else 0.0, "small_below_mb": lim,
+                     "small_ops": int(len(small)), "small_ratio": round(len(small) / len(g), 4),
+                     "small_time_ms": round(float(small["time_ms"].sum()), 3)})  # fmt: skip
+    return sorted(rows, key=lambda r: -r["size_mb"])
+
+
 def links(matrix: pd.DataFrame, groups: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per global link (src→dst, transport, group): size, time, bandwidth = size/time (MB/ms = GB/s).
 

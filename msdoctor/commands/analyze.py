@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             stages=facts.get_known("profile.stages"), top_ops=facts.get_known("profile.top_ops"),
             comm_ops=facts.get_known("profile.comm_ops"), comm_groups=facts.get_known("profile.comm_groups"),
             links=facts.get_known("profile.links"), links_outside=facts.get_known("profile.links_outside"),
-            comm_wait=facts.get_known("profile.comm_wait"), operator_memory=facts.get_known("profile.operator_memory"),
+            comm_wait=facts.get_known("profile.comm_wait"), packets=facts.get_known("profile.packets"), operator_memory=facts.get_known("profile.operator_memory"),
             module_memory=facts.get_known("profile.module_memory"), static_memory=facts.get_known("profile.static_memory"),
             operators=facts.get_known("profile.operators"), data_gaps=facts.get_known("profile.data_gaps"),
             files=facts.get_known("profile.files"), compare=facts.get_known("profile.compare"),

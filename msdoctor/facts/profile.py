@@ -235,11 +235,12 @@ def read_step_breakdown(m: ProfileModel, con: pt.duckdb.DuckDBPyConnection) -> N
 
 def read_communication(m: ProfileModel) -> None:
     """communication.json / communication_matrix.json (both layouts)."""
-    comm_ops, matrix = [], []
+    comm_ops, matrix, bws = [], [], []
     for rd in m.discovery.ranks:
         if "communication" in rd.files:
-            o, _, skip = comm_rows(rd.files["communication"], rd.rank)
+            o, b, skip = comm_rows(rd.files["communication"], rd.rank)
             comm_ops += o
+            bws += b
             if skip and skip.reason != "no communication ops recorded":
                 m.skipped.append(skip)
             elif not skip:
@@ -252,6 +253,7 @@ def read_communication(m: ProfileModel) -> None:
             else:
                 m.read.append(Read(str(rd.files["communication_matrix"]), "communication_matrix", rd.rank, rows=len(rows)))
     m.comm_json = pd.DataFrame(comm_ops)
+    m.comm_bw = pd.DataFrame(bws)
     m.matrix = pd.DataFrame(matrix)
     if m.comm_ev.empty and not m.comm_json.empty:
         # no comm events in the traces (unreadable / not exported): use communication.json's ops

@@ -43,6 +43,7 @@ class ProfileModel:
     comm_ev: pd.DataFrame = field(default_factory=lambda: _empty(["rank", "step", "name", "type", "start_us", "ms"]))
     comm_json: pd.DataFrame = field(default_factory=pd.DataFrame)
     comm_source: str = ""
+    comm_bw: pd.DataFrame = field(default_factory=pd.DataFrame)  # per op and transport: size_mb, time_ms
     matrix: pd.DataFrame = field(default_factory=pd.DataFrame)
     ops: pd.DataFrame = field(default_factory=lambda: _empty(["rank", "op", "count", "total_us"]))
     ops_source: str = ""
@@ -160,6 +161,10 @@ def _comm_facts(facts: Facts, P: str, m: ProfileModel) -> None:
     else:
         facts.set(f"{P}.comm_groups", an.comm_by_group(m.comm_json, m.groups), SRC)
         facts.set(f"{P}.comm_wait", an.comm_wait(m.comm_json), SRC)
+    if m.comm_bw.empty:
+        facts.unknown(f"{P}.packets", "no bandwidth info in communication.json", SRC)
+    else:
+        facts.set(f"{P}.packets", an.packets(m.comm_bw), SRC)
     if m.matrix.empty:
         facts.unknown(f"{P}.links", "no readable communication_matrix.json", SRC)
     else:

@@ -138,3 +138,12 @@ def test_two_copies_of_one_capture_with_rank_clash_are_separate(tmp_path):
     shutil.copytree(GPT3, tmp_path / "run_b")
     res = run_cli("analyze", str(tmp_path))
     assert res.rc == 2 and "rank 0 is in run_a and run_b" in res.err
+
+
+def test_packet_sizes_per_transport(gpt3):
+    """communication.json's bandwidth info per op: RDMA ops below 1 MB and SDMA-class below 16 MB are small
+    (msprof-analyze advisor packet.yaml thresholds)."""
+    p = {x["transport"]: x for x in gpt3.facts["profile.packets"]}
+    assert p["RDMA"]["small_below_mb"] == 1.0 and p["HCCS"]["small_below_mb"] == 16.0
+    assert 0 < p["RDMA"]["small_ops"] < p["RDMA"]["ops"]
+    assert p["HCCS"]["bandwidth_gbps"] == pytest.approx(p["HCCS"]["size_mb"] / p["HCCS"]["time_ms"], abs=1e-3)
