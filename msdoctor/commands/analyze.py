@@ -140,7 +140,6 @@ def _coverage(out: Any, world: dict[str, Any], files: dict[str, Any]) -> None:
 
 def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any] | None = None) -> None:
     from rich.markup import escape
-    from rich.table import Table
 
     world = facts.get_known("profile.world") or {}
     ranks = facts.get_known("profile.ranks") or []
@@ -159,6 +158,30 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
     _coverage(out, world, files)
     for r in files.get("recovered") or []:
         out.print(f"[yellow]recovered[/] rank {r['rank']}: {escape(loss_line(r))}")
+    _ranks_table(facts, out, ranks)
+    _ops_tables(facts, out, top)
+    _links_table(facts, out)
+    _wait_memory_tables(facts, out)
+    cmp = facts.get_known("profile.compare") or {}
+    step = (cmp.get("phases") or {}).get("step_ms")
+    if step:  # say the comparison ran: without a regression (PERF305) nothing else would show it
+        n = cmp.get("ranks") or {}
+        src = escape(str(extra.get("baseline", "baseline"))) if extra else "baseline"
+        line = (f"baseline {src}: step {step['baseline']:.1f} ms → {step['current']:.1f} ms "
+                f"({step.get('ratio', 0):.2f}×), {n.get('baseline', '?')} → {n.get('current', '?')} rank(s)")
+        if n.get("baseline") != n.get("current"):
+            line += "; the rank counts differ, so the per-rank means compare different set-ups"
+        out.print(line)
+    if extra and extra.get("merged_trace"):
+        m = extra["merged_trace"]
+        out.print(f"merged trace: {escape(m['path'])} ({m['events']} events, {m['ranks']} rank(s)); open it in ui.perfetto.dev")
+
+
+
+def _ranks_table(facts: Facts, out: Any, ranks: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     if ranks:
         t = Table(title="time per step (mean, ms): [green]compute[/], [red]comm[/] not hidden by compute, comm "
                         "hidden under compute, [grey50]free[/], data wait",
@@ -182,6 +205,12 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
             out.print("[yellow]no communication ops in these traces or communication.json: the comm column is not measured[/]")
         if len(shown) < len(ranks):
             out.print(f"[dim]… {len(ranks) - len(shown)} more ranks (the 32 most unusual are shown; --json has all)[/]")
+
+
+def _ops_tables(facts: Facts, out: Any, top: int) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     stages = facts.get_known("profile.stages") or []
     if len(stages) > 1:
         t = Table(title="pipeline stages", title_justify="left", box=None, pad_edge=False)
@@ -209,6 +238,12 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
             t.add_row(c["type"], str(c["count"]), f"{c['total_ms']:.1f}", f"{c['p50_ms']:.2f}", f"{c['p99_ms']:.2f}",
                       f"{c['max_ms']:.2f}", f"rank {c['max_rank']} step {c['max_step']}")  # fmt: skip
         out.print(t)
+
+
+def _links_table(facts: Facts, out: Any) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     links = facts.get_known("profile.links") or []
     if links:
         # the slowest links that moved real data (≥ 1 MB), then the largest ones
@@ -224,6 +259,12 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
             t.add_row(f"{x['src']}→{x['dst']}", x["transport"], escape(str(x["group_name"] or x["group"])),
                       f"{x['size_mb']:.1f}", f"{x['time_ms']:.1f}", f"{x['bandwidth_gbps']:.2f}")  # fmt: skip
         out.print(t)
+
+
+def _wait_memory_tables(facts: Facts, out: Any) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     wait = facts.get_known("profile.comm_wait") or []
     if len(wait) > 1:
         t = Table(title="time in collectives per rank (communication.json): the rank that waits least is the one "
@@ -244,16 +285,3 @@ def render_tables(facts: Facts, out: Any, *, top: int = 8, extra: dict[str, Any]
             res = "n/a" if x.get("peak_reserved_mb") is None else f"{x['peak_reserved_mb']:.1f}"
             t.add_row(str(x["rank"]), escape(x["component"]), alloc, res, str(x["records"]))
         out.print(t)
-    cmp = facts.get_known("profile.compare") or {}
-    step = (cmp.get("phases") or {}).get("step_ms")
-    if step:  # say the comparison ran: without a regression (PERF305) nothing else would show it
-        n = cmp.get("ranks") or {}
-        src = escape(str(extra.get("baseline", "baseline"))) if extra else "baseline"
-        line = (f"baseline {src}: step {step['baseline']:.1f} ms → {step['current']:.1f} ms "
-                f"({step.get('ratio', 0):.2f}×), {n.get('baseline', '?')} → {n.get('current', '?')} rank(s)")
-        if n.get("baseline") != n.get("current"):
-            line += "; the rank counts differ, so the per-rank means compare different set-ups"
-        out.print(line)
-    if extra and extra.get("merged_trace"):
-        m = extra["merged_trace"]
-        out.print(f"merged trace: {escape(m['path'])} ({m['events']} events, {m['ranks']} rank(s)); open it in ui.perfetto.dev")
