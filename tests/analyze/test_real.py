@@ -147,3 +147,11 @@ def test_packet_sizes_per_transport(gpt3):
     assert p["RDMA"]["small_below_mb"] == 1.0 and p["HCCS"]["small_below_mb"] == 16.0
     assert 0 < p["RDMA"]["small_ops"] < p["RDMA"]["ops"]
     assert p["HCCS"]["bandwidth_gbps"] == pytest.approx(p["HCCS"]["size_mb"] / p["HCCS"]["time_ms"], abs=1e-3)
+
+
+def test_one_job_with_a_subfolder_per_node_is_still_one_job(tmp_path):
+    """Rank folders in different top folders (one per node) with distinct rank numbers are one capture."""
+    shutil.copytree(GPT3 / "test_rank_0", tmp_path / "node_a" / "test_rank_0")
+    shutil.copytree(GPT3 / "test_rank_1", tmp_path / "node_b" / "test_rank_1")
+    facts = prof.collect(tmp_path, tmpdir=tmp_path).facts
+    assert facts["profile.world"]["ranks"] == [0, 1] and len(facts["profile.links"]) == 4
