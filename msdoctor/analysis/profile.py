@@ -7,21 +7,30 @@ the DuckDB scans, these functions aggregate them, and the results become facts f
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from msdoctor.facts.profile_comm import op_type
-
+OP_TYPE_RE = re.compile(r"^(?:hcom_)?([A-Za-z]+?)(?:_|-op|$)")
 BREAKDOWN = ["step_ms", "compute_ms", "comm_ms", "comm_overlapped_ms", "free_ms", "data_ms"]
 P2P_TYPES = {"send", "receive", "send/recv", "sendrecv"}
+
+
+def op_type(name: str) -> str:
+    """``hcom_allReduce__123_0_1`` → ``allreduce``; ``Default/AllReduce-op1`` → ``allreduce``."""
+    base = name.rsplit("/", 1)[-1]
+    m = OP_TYPE_RE.match(base)
+    t = (m.group(1) if m else base).lower()
+    return {"recv": "receive", "sendrecv": "send/recv", "batchsendrecv": "send/recv"}.get(t, t)
 
 
 def robust_z(values: pd.Series) -> tuple[float, float, pd.Series]:
     """(median, scale, z) with scale = 1.4826·MAD, floored at 1 % of the median so identical ranks
     (MAD 0, common in synthetic and in well-balanced runs) do not make every difference infinite."""
+    if values.dropna().empty:  # a column no rank measured (e.g. no Preparing): no z, not zeros
+        return float("nan"), float("nan"), values * float("nan")
     med = float(values.median())
     mad = float((values - med).abs().median())
     scale = max(1.4826 * mad, 0.01 * abs(med), 1e-9)
@@ -51,7 +60,8 @@ def steps_from_step_trace(rank: int, df: pd.DataFrame) -> pd.DataFrame:
     out["comm_overlapped_ms"] = num["Overlapped"] / 1000.0
     out["free_ms"] = num["Free"] / 1000.0
     out["step_ms"] = out["compute_ms"] + out["comm_ms"] + out["free_ms"]
-    out["data_ms"] = (num["Preparing"] / 1000.0) if "Preparing" in num else 0.0
+    # no Preparing column (torch_npu 2023): the data wait is unknown (NaN → not evaluated), never 0
+    out["data_ms"] = (num["Preparing"] / 1000.0) if "Preparing" in num else float("nan")
     if "Bubble" in num:
         out["bubble_ms"] = num["Bubble"] / 1000.0
     return out[num["Computing"].notna()].reset_index(drop=True)
@@ -64,6 +74,8 @@ def rank_summary(steps: pd.DataFrame) -> pd.DataFrame:
     g = steps.groupby("rank")
     out = g[BREAKDOWN].mean()
     out.insert(0, "steps", g.size())
+    # ratios over compute + exposed comm + free, as msprof-analyze divides them (advisor
+    # op_schedule_advice.get_ratio, overall_summary "E2E time"); step_trace_time's Stage column is that sum
     busy = out["compute_ms"] + out["comm_ms"] + out["free_ms"]
     out["comm_ratio"] = (out["comm_ms"] / busy).where(busy > 0, 0.0)
     out["free_ratio"] = (out["free_ms"] / busy).where(busy > 0, 0.0)
@@ -145,46 +157,91 @@ def comm_by_group(ops: pd.DataFrame, groups: Mapping[str, Mapping[str, Any]]) ->
     return sorted(rows, key=lambda r: -r["total_ms"])
 
 
+def comm_wait(ops: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per rank, from communication.json: time in collectives, waiting and synchronising, with
+    msprof-analyze's ratios wait/(wait+transit) and sync/(sync+transit). The rank that waits least is the
+    one the others wait for (msprof-analyze's slow_rank recipe ranks by these sums)."""
+    if ops.empty:
+        return []
+    g = ops.groupby("rank", as_index=False).agg(elapse_ms=("elapse_ms", "sum"), transit_ms=("transit_ms", "sum"),
+                                                wait_ms=("wait_ms", "sum"), sync_ms=("sync_ms", "sum"), ops=("op", "size"))  # fmt: skip
+    rows = []
+    for r in g.itertuples():
+        wt, st = float(r.wait_ms) + float(r.transit_ms), float(r.sync_ms) + float(r.transit_ms)
+        rows.append({"rank": int(r.rank), "ops": int(r.ops), "elapse_ms": round(float(r.elapse_ms), 3),
+                     "transit_ms": round(float(r.transit_ms), 3), "wait_ms": round(float(r.wait_ms), 3),
+                     "sync_ms": round(float(r.sync_ms), 3), "wait_ratio": round(float(r.wait_ms) / wt, 4) if wt else 0.0,
+                     "sync_ratio": round(float(r.sync_ms) / st, 4) if st else 0.0})  # fmt: skip
+    return sorted(rows, key=lambda x: x["rank"])
+
+
+# msprof-analyze 26.2.0 advisor/rules/en/packet.yaml: min_rdma_size 1 MB, min_sdma_size 16 MB (SDMA-class links)
+SMALL_PACKET_MB = {"RDMA": 1.0}
+SMALL_PACKET_MB_DEFAULT = 16.0
+
+
+def packets(bw: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per transport, from communication.json's bandwidth info: ops that moved data, volume, time, and the
+    share of ops below msprof-analyze's small-packet size (RDMA 1 MB, SDMA/HCCS/PCIE 16 MB)."""
+    if bw.empty:
+        return []
+    d = bw[bw["size_mb"] > 0]
+    rows = []
+    for t, g in d.groupby("transport"):
+        lim = SMALL_PACKET_MB.get(str(t), SMALL_PACKET_MB_DEFAULT)
+        small = g[g["size_mb"] < lim]
+        size, time_ = float(g["size_mb"].sum()), float(g["time_ms"].sum())
+        rows.append({"transport": str(t), "ops": int(len(g)), "size_mb": round(size, 3), "time_ms": round(time_, 3),
+                     "bandwidth_gbps": round(size / time_, 4) if time_ else 0.0, "small_below_mb": lim,
+                     "small_ops": int(len(small)), "small_ratio": round(len(small) / len(g), 4),
+                     "small_time_ms": round(float(small["time_ms"].sum()), 3)})  # fmt: skip
+    return sorted(rows, key=lambda r: -r["size_mb"])
+
+
 def links(matrix: pd.DataFrame, groups: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per global link (src→dst, transport): size, time, bandwidth; local ranks mapped through the
-    group's global_ranks, else through the reporting rank's self link ``i-i``."""
+    """Per global link (src→dst, transport, group): size, time, bandwidth = size/time (MB/ms = GB/s).
+
+    As msprof-analyze 26.2 ``CommMatrixAnalysis``: local ranks map through the group's sorted
+    global_ranks (profiler_metadata.json), else through the self links ``i-i`` (local i belongs to the
+    rank that reports ``i-i``); per-op entries of one link are summed over the ops of the group and
+    over the ranks that report it. MindSpore's ``<type>-total`` entries, which both ends may report,
+    are kept once per (link, step, op type). A link to a rank outside the capture keeps ``src``/``dst``
+    None (msprof-analyze drops it with a warning).
+    """
     if matrix.empty:
         return []
+    if "layout" not in matrix:
+        matrix = matrix.assign(layout="total", op=matrix["type"])
     m = matrix[(matrix["transport"] != "LOCAL") & (matrix["src_local"] != matrix["dst_local"])].copy()
     if m.empty:
         return []
-    selfs = matrix[matrix["src_local"] == matrix["dst_local"]].groupby(["rank", "group"])["src_local"].first()
+    selfs = matrix[matrix["src_local"] == matrix["dst_local"]]
+    local_map: dict[tuple[str, int], int] = {}
+    for r in selfs.itertuples():
+        local_map.setdefault((str(r.group), int(r.src_local)), int(r.rank))
 
-    def glob(row: Any, local: int) -> int | None:
-        ranks = groups.get(str(row.group), {}).get("global_ranks")
-        if ranks and 0 <= local < len(ranks):
-            return int(ranks[local])
-        me = selfs.get((row.rank, row.group))
-        return int(row.rank) if me is not None and int(me) == local else None
+    def glob(group: str, local: int) -> int | None:
+        ranks = groups.get(str(group), {}).get("global_ranks")
+        if ranks:
+            ranks = sorted(int(x) for x in ranks)
+            return ranks[local] if 0 <= local < len(ranks) else None
+        return local_map.get((str(group), local))
 
-    m["src"] = [glob(r, r.src_local) for r in m.itertuples()]
-    m["dst"] = [glob(r, r.dst_local) for r in m.itertuples()]
-    m["src"] = m["src"].astype("object").where(m["src"].notna(), None)
-    # both endpoints may report a link: keep one record per (link, step, op type)
-    m = m.drop_duplicates(["group", "type", "step", "src_local", "dst_local", "transport"])
-    agg = m.groupby(["group", "src_local", "dst_local", "transport"], as_index=False, dropna=False).agg(
-        src=("src", "first"), dst=("dst", "first"), size_mb=("size_mb", "sum"), time_ms=("time_ms", "sum"),
-        steps=("step", "nunique"))  # fmt: skip
+    tot = m[m["layout"] == "total"].drop_duplicates(["group", "type", "step", "src_local", "dst_local", "transport"])
+    m = pd.concat([tot, m[m["layout"] != "total"]], ignore_index=True)
+    agg = m.groupby(["group", "src_local", "dst_local", "transport"], as_index=False).agg(
+        size_mb=("size_mb", "sum"), time_ms=("time_ms", "sum"), steps=("step", "nunique"), ops=("op", "nunique"))  # fmt: skip
     rows = []
     for r in agg.itertuples():
-        bw = float(r.size_mb) / float(r.time_ms) if r.time_ms else 0.0
+        bw = round(float(r.size_mb) / float(r.time_ms), 4) if r.time_ms else 0.0
         rows.append({
-            "src": None if _na(r.src) else int(r.src), "dst": None if _na(r.dst) else int(r.dst),
+            "src": glob(str(r.group), int(r.src_local)), "dst": glob(str(r.group), int(r.dst_local)),
             "src_local": int(r.src_local), "dst_local": int(r.dst_local), "group": str(r.group),
             "group_name": groups.get(str(r.group), {}).get("group_name"), "transport": r.transport,
-            "size_mb": round(float(r.size_mb), 3), "time_ms": round(float(r.time_ms), 3),
-            "bandwidth_gbps": round(bw, 3), "steps": int(r.steps),
+            "size_mb": round(float(r.size_mb), 6), "time_ms": round(float(r.time_ms), 6),
+            "bandwidth_gbps": bw, "steps": int(r.steps), "ops": int(r.ops),
         })  # fmt: skip
     return rows
-
-
-def _na(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def stage_map(groups: Mapping[str, Mapping[str, Any]], ranks: Iterable[int]) -> dict[int, int]:

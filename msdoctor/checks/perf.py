@@ -129,8 +129,8 @@ def free_time(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     if high and len(high) == len(ranks):
         mean = statistics.fmean(r["free_ratio"] for r in ranks)
         yield Hit(
-            message=(f"free (idle) time is {_pct(mean)} of the step on every rank ({_ranges(r['rank'] for r in high)}); "
-                     f"threshold {_pct(ratio)}: the device waits for the host"),
+            message=(f"free (idle) time is {_pct(mean)} of compute + exposed comm + free on every rank "
+                     f"({_ranges(r['rank'] for r in high)}); threshold {_pct(ratio)}: the device waits for the host"),
             evidence=tuple(_ev(_rank_line(r), "profile.ranks") for r in sorted(high, key=lambda r: -r["free_ratio"])[:3]),
             data={"mean_free_ratio": round(mean, 4)},
         )
@@ -175,6 +175,26 @@ def regression(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     )
 
 
+def loss_line(r: dict[str, Any]) -> str:
+    """One line on what a truncated trace lost (events, steps, collectives) — shared with PERF306."""
+    peers = f" vs {r['peer_events']:.0f} on the other ranks" if r.get("peer_events") else ""
+    parts = [f"read up to its last complete event ({r['events_read']} events{peers}; "
+             f"{r['dropped_bytes']} bytes of a partial event dropped)" if "events_read" in r else
+             f"read up to its last complete event ({r['dropped_bytes']} bytes dropped)"]  # fmt: skip
+    if r.get("steps_lost"):
+        parts.append(f"{r['steps_read']} step(s) vs {r['peer_steps']:.0f} on the other ranks")
+    if r.get("collectives_lost"):
+        ref = ("its communication.json" if "collectives_in_communication_json" in r else "the other ranks' traces")
+        parts.append(f"{r['collectives_lost']} collective(s) missing ({100 * r['collectives_lost_share']:.0f} % of "
+                     f"what {ref} holds)")  # fmt: skip
+    if r.get("collectives_lost") or r.get("steps_lost"):
+        touched = r.get("analyses_touched")
+        parts.append("affects: " + ", ".join(touched) if touched else
+                     "no analysis uses this trace for it (step_trace_time.csv, communication.json and "
+                     "kernel_details.csv cover the rank)")  # fmt: skip
+    return "; ".join(parts)
+
+
 @check_params()
 def profile_files(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """PERF306: profiler files skipped (unknown format, unreadable) or recovered from truncation."""
@@ -184,18 +204,19 @@ def profile_files(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
                   rank=s.get("rank"), data=s)  # fmt: skip
     for r in files["recovered"]:
         yield Hit(
-            message=(f"{r['path']} was cut short (profiler killed mid-write?): read up to its last complete event, "
-                     f"{r['dropped_bytes']} byte(s) dropped"),
+            message=f"{r['path']} was cut short (profiler killed mid-write?): {loss_line(r)}",
             evidence=(_ev(f"dropped {r['dropped_bytes']} bytes at the end", "profile.files"),),
             rank=r["rank"],
             data=r,
         )
 
 
-@check_params(ratio=float)
+@check_params(ratio=float, min_mb=float)
 def slow_link(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     """COMM301: a link runs far below the bandwidth of its peers (communication matrix)."""
-    links = [x for x in facts.need("profile.links") if x["size_mb"] > 0 and x["time_ms"] > 0]
+    # a link that moved almost nothing (a few bytes of a broadcast) has no meaningful bandwidth
+    min_mb = float(params.get("min_mb", 1.0))
+    links = [x for x in facts.need("profile.links") if x["size_mb"] >= min_mb and x["time_ms"] > 0]
     if len(links) < 2:
         return
     ratio = float(params["ratio"])

@@ -11,20 +11,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from msdoctor.analysis.profile import op_type
 from msdoctor.facts.profile_files import SCHEMA, Skip, read_json_file
 
 STEP_RE = re.compile(SCHEMA["files"]["communication"]["step_key"])
-OP_TYPE_RE = re.compile(r"^(?:hcom_)?([A-Za-z]+?)(?:_|-op|$)")
 MATRIX_KEY_RE = re.compile(r"^([a-z_]+)-(top1|middle|bottom1|bottom2|bottom3|total)@(.+)$")
+MATRIX_OP_RE = re.compile(SCHEMA["files"]["communication_matrix"]["op_key"])
 LINK_RE = re.compile(r"^(\d+)-(\d+)$")
-
-
-def op_type(name: str) -> str:
-    """``hcom_allReduce__123_0_1`` → ``allreduce``; ``Default/AllReduce-op1`` → ``allreduce``."""
-    base = name.rsplit("/", 1)[-1]
-    m = OP_TYPE_RE.match(base)
-    t = (m.group(1) if m else base).lower()
-    return {"recv": "receive", "sendrecv": "send/recv", "batchsendrecv": "send/recv"}.get(t, t)
 
 
 def step_no(key: str) -> int | None:
@@ -77,6 +70,7 @@ def comm_rows(path: Path, rank: int) -> tuple[list[dict[str, Any]], list[dict[st
                     "rank": rank, "step": step, "kind": kind, "op": name, "type": op_type(name), "group": group,
                     "start_us": _num(t, "Start Timestamp(us)"), "elapse_ms": _num(t, "Elapse Time(ms)"),
                     "transit_ms": _num(t, "Transit Time(ms)") or 0.0, "wait_ms": _num(t, "Wait Time(ms)") or 0.0,
+                    "sync_ms": _num(t, "Synchronization Time(ms)") or 0.0,
                 })  # fmt: skip
                 for transport, b in (info.get(binfo) or {}).items():
                     if isinstance(b, dict) and _num(b, "Transit Size(MB)") is not None:
@@ -90,7 +84,9 @@ def comm_rows(path: Path, rank: int) -> tuple[list[dict[str, Any]], list[dict[st
 
 
 def matrix_rows(path: Path, rank: int) -> tuple[list[dict[str, Any]], Skip | None]:
-    """Per-link rows of the ``<type>-total@<group>`` entries, links in group-local ranks."""
+    """Per-link rows, links in group-local ranks, from either layout: MindSpore's ``<type>-total@<group>``
+    entries (layout "total") or torch_npu's per-op ``hcom_<op>__<n>_<m>@<group>`` entries (layout "op");
+    the per-rank "Total Op Info" of the latter mixes groups and is not used (msprof-analyze rebuilds it)."""
     data, skip = read_json_file(path, rank)
     if skip:
         return [], skip
@@ -105,18 +101,25 @@ def matrix_rows(path: Path, rank: int) -> tuple[list[dict[str, Any]], Skip | Non
                 continue
             for key, links in opmap.items():
                 m = MATRIX_KEY_RE.match(key)
-                if not m or m.group(2) != "total" or not isinstance(links, dict):
+                if m and m.group(2) == "total":
+                    layout, typ, group, op = "total", m.group(1), m.group(3), key
+                elif not m and (mo := MATRIX_OP_RE.match(key)):
+                    layout, typ, group, op = "op", op_type(key.partition("@")[0]), mo.group(2), key.partition("@")[0]
+                else:
+                    continue
+                if not isinstance(links, dict):
                     continue
                 for link, info in links.items():
                     lm = LINK_RE.match(link)
                     if not lm or not isinstance(info, dict):
                         continue
                     rows.append({
-                        "rank": rank, "step": step_no(skey), "kind": kind, "type": m.group(1), "group": m.group(3),
+                        "rank": rank, "step": step_no(skey), "kind": kind, "type": typ, "group": group, "op": op,
+                        "layout": layout,
                         "src_local": int(lm.group(1)), "dst_local": int(lm.group(2)),
                         "transport": str(info.get("Transport Type", "")),
                         "size_mb": _num(info, "Transit Size(MB)") or 0.0, "time_ms": _num(info, "Transit Time(ms)") or 0.0,
                     })  # fmt: skip
     if data and not rows:
-        return [], Skip(str(path), "format not known: no '<type>-total@<group>' link entries", rank)
+        return [], Skip(str(path), "format not known: no '<type>-total@<group>' nor 'hcom_<op>…@<group>' link entries", rank)
     return rows, None

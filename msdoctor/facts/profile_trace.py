@@ -283,7 +283,54 @@ def trace_ops(con: duckdb.DuckDBPyConnection, skip_ranks: set[int]) -> pd.DataFr
         SELECT e.rank, regexp_replace(regexp_replace(e.name, '^.*/', ''), '-op\\d+$', '') AS op,
                count(*) AS count, sum(e.dur) AS total_us
         FROM ev e JOIN sel_pids p ON e.rank = p.rank AND e.pid = p.pid
-        WHERE e.ph='X' AND e.dur IS NOT NULL GROUP BY 1, 2""").df()
+        WHERE e.ph='X' AND e.dur IS NOT NULL AND NOT starts_with(e.name, 'hcom_') GROUP BY 1, 2""").df()
+
+
+def loss_report(con: duckdb.DuckDBPyConnection, tf: TraceFile, rank_dirs: list[Any]) -> dict[str, Any]:
+    """What a truncated trace lost, in events and in the analyses it feeds: its steps and collectives
+    against the median of the other ranks' traces, and against its own communication.json when present."""
+    r = tf.rank
+    _pids(con, list(TRACE["comm_processes"]) + [TRACE["cpu_process"]])
+    counts = con.execute(f"""
+        WITH c AS (SELECT e.rank, count(*) AS n FROM ev e JOIN sel_pids p ON e.rank = p.rank AND e.pid = p.pid
+                   WHERE e.ph='X' AND regexp_matches(e.name, '{COLLECTIVE_RE}')
+                     AND NOT regexp_matches(e.name, '^(Notify|Memcpy|Reduce_Inline|RDMASend)') GROUP BY 1),
+             s AS (SELECT rank, count(*) AS n FROM steps WHERE marked = 1 GROUP BY 1),
+             a AS (SELECT rank, count(*) AS n, max(ts + coalesce(dur, 0)) AS t_end FROM ev WHERE ph='X' GROUP BY 1)
+        SELECT a.rank, a.n, coalesce(s.n, 0), coalesce(c.n, 0), a.t_end FROM a LEFT JOIN s USING (rank)
+        LEFT JOIN c USING (rank)""").fetchall()
+    mine = next((c for c in counts if c[0] == r), None)
+    peers = [c for c in counts if c[0] != r]
+
+    def med(i: int) -> float | None:
+        vals = sorted(float(c[i]) for c in peers)
+        return vals[len(vals) // 2] if vals else None
+
+    out: dict[str, Any] = {"rank": r, "path": str(tf.original), "dropped_bytes": tf.dropped_bytes,
+                           "events_read": int(mine[1]) if mine else 0, "steps_read": int(mine[2]) if mine else 0,
+                           "collectives_read": int(mine[3]) if mine else 0}  # fmt: skip
+    if peers:
+        out["peer_events"] = med(1)
+        out["peer_steps"] = med(2)
+        out["peer_collectives"] = med(3)
+    expected = out.get("peer_collectives")
+    comm_json = next((rd.files.get("communication") for rd in rank_dirs if rd.rank == r), None)
+    if comm_json is not None:
+        try:
+            data = orjson.loads(comm_json.read_bytes())
+            n = sum(1 for kinds in data.values() if isinstance(kinds, dict) for kind, ops in kinds.items()
+                    if isinstance(ops, dict) for k in ops if not k.startswith("Total"))  # fmt: skip
+            if n:
+                out["collectives_in_communication_json"] = n
+                expected = float(n)
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            pass
+    if expected:
+        out["collectives_lost"] = max(0, int(round(expected)) - out["collectives_read"])
+        out["collectives_lost_share"] = round(out["collectives_lost"] / expected, 4)
+    if out.get("peer_steps") and out["peer_steps"] > out["steps_read"]:
+        out["steps_lost"] = int(out["peer_steps"] - out["steps_read"])
+    return out
 
 
 def kernel_ops(con: duckdb.DuckDBPyConnection, files: dict[int, Path]) -> tuple[pd.DataFrame, list[Skip]]:
@@ -323,24 +370,6 @@ def cpu_type_ops(con: duckdb.DuckDBPyConnection, files: dict[int, Path]) -> tupl
             skips.append(Skip(str(p), f"format not known: DuckDB could not read it ({str(exc).splitlines()[0][:160]})", r))
     cols = ["rank", "op", "count", "total_us"]
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)), skips
-
-
-def memory_peaks(con: duckdb.DuckDBPyConnection, files: dict[int, Path]) -> tuple[list[dict[str, Any]], list[Skip]]:
-    """Per rank: peak Total Allocated / Reserved (MB) from memory_record.csv."""
-    rows, skips = [], []
-    for r, p in sorted(files.items()):
-        try:
-            a, b, n = con.execute(
-                'SELECT max(TRY_CAST("Total Allocated(MB)" AS DOUBLE)), max(TRY_CAST("Total Reserved(MB)" AS DOUBLE)), '
-                "count(*) FROM read_csv($p, header=true, all_varchar=true)", {"p": str(p)}).fetchone() or (None, None, 0)  # fmt: skip
-        except duckdb.Error as exc:
-            skips.append(Skip(str(p), f"format not known: DuckDB could not read it ({str(exc).splitlines()[0][:160]})", r))
-            continue
-        if a is None:
-            skips.append(Skip(str(p), "no numeric Total Allocated(MB) values", r))
-            continue
-        rows.append({"rank": r, "peak_allocated_mb": round(a, 3), "peak_reserved_mb": round(b or 0.0, 3), "records": int(n)})
-    return rows, skips
 
 
 def dataset_rows(con: duckdb.DuckDBPyConnection, files: dict[int, Path]) -> tuple[list[dict[str, Any]], list[Skip]]:

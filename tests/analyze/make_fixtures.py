@@ -44,7 +44,8 @@ def collect(cfg: gp.Config, base: gp.Config | None = None) -> bytes:
             gp.generate(btree, base)
             prof.add_baseline(data.facts, prof.collect(btree, tmpdir=Path(td)).facts)
         data.facts.set("profile.root", f"<generated:{cfg.ranks} ranks>", "profile")
-        skipped = data.facts["profile.files"]["skipped"] + data.facts["profile.files"]["recovered"]
+        files = data.facts["profile.files"]
+        skipped = files["skipped"] + files["recovered"] + files["read"] + files["ignored"]
         for s in skipped:  # temp paths → stable names
             s["path"] = s["path"].replace(str(tree), "<tree>")
         return data.facts.dumps()

@@ -183,3 +183,14 @@ def test_stage_sendrecv_from_step_trace_bubble_when_traces_are_unreadable(proble
     stages = {s["stage"]: s for s in collect(copy, tmp_path).facts["profile.stages"]}
     # Bubble column = Send/Recv per step: stage 0 waits 2 ms + (140 − 130) ms for the heavy stage 1
     assert stages[0]["sendrecv_ms"] == pytest.approx(12.0) and stages[1]["sendrecv_ms"] == pytest.approx(2.0)
+
+
+def test_analysis_layer_imports_no_facts_reader():
+    """Issue 10: `analysis` (pure frames in, rows out) sits below `facts`; the back-edge is gone."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "msdoctor" / "analysis"
+    for f in root.glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith(("msdoctor.facts", "msdoctor.commands", "msdoctor.checks")), (f, node.module)

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from msdoctor.checks.perf import loss_line
 from msdoctor.errors import InputError
 from msdoctor.facts import profile as prof
 from msdoctor.facts import profile_trace as pt
@@ -41,7 +42,8 @@ def test_duplicate_rank_keeps_newer_folder(small):
     d = discover(small)
     assert [r.rank for r in d.ranks] == [0, 1, 2, 3]
     assert d.ranks[1].path == old
-    assert any("rank 1 also in" in s.reason for s in d.skipped)
+    # the duplicate says which copy was kept and why
+    assert any(s.path == str(dup) and f"rank 1 twice: kept {old} (newer timestamp in its name)" in s.reason for s in d.skipped)
 
 
 def test_missing_and_empty_dirs_raise_input_error(tmp_path):
@@ -66,7 +68,7 @@ def test_truncated_trace_recovered_with_dropped_bytes(small, tmp_path):
     assert tf.dropped_bytes == cut - (tf.path.stat().st_size - 3)  # 3 = "\n]\n"
     d = prof.collect(small, tmpdir=tmp_path)
     rec = d.facts["profile.files"]["recovered"]
-    assert rec == [{"rank": 1, "path": str(trace), "dropped_bytes": tf.dropped_bytes}]
+    assert [(r["rank"], r["path"], r["dropped_bytes"]) for r in rec] == [(1, str(trace), tf.dropped_bytes)]
 
 
 def test_trace_missing_only_closing_bracket_keeps_last_event(small, tmp_path):
@@ -124,7 +126,9 @@ def test_communication_json_of_unknown_shape(small, tmp_path):
 def test_cpu_rank_numbering_without_profiler_info(tmp_path):
     cpu = Path(__file__).resolve().parents[2] / "samples" / "profiles" / "cpu_2rank"
     d = discover(cpu)
-    assert [(r.rank, r.rank_source, r.kind) for r in d.ranks] == [(0, "cpu_op suffix", "cpu"), (1, "cpu_op suffix", "cpu")]
+    assert [(r.rank, r.rank_source) for r in d.ranks] == [(0, "cpu_op suffix"), (1, "cpu_op suffix")]
+    m = prof.collect(cpu, tmpdir=tmp_path).model
+    assert m is not None and m.kinds == {0: "cpu", 1: "cpu"}  # no profiler_info, no Ascend Hardware events
 
 
 def test_collective_names_versus_lookalike_compute_ops(tmp_path):
@@ -152,15 +156,16 @@ def test_rank_id_inside_profiler_info_must_agree(small, tmp_path):
 
 
 def test_links_without_metadata_use_the_self_link(problems_tree, tmp_path):
-    """No profiler_metadata.json: the reporting rank is found through its `i-i` self link; the far end
-    is unknown (None), and there is a single pipeline stage."""
+    """No profiler_metadata.json: local ranks map through the `i-i` self links every rank reports (local i
+    is the rank that reports `i-i`, as msprof-analyze's CommMatrixAnalysis maps them), so both ends of
+    4→5 are known; there is a single pipeline stage."""
     copy = tmp_path / "nometa"
     shutil.copytree(problems_tree, copy)
     for f in copy.glob("*/profiler_metadata.json"):
         f.unlink()
     facts = prof.collect(copy, tmpdir=tmp_path).facts
     pcie = [x for x in facts["profile.links"] if x["transport"] == "PCIE"]
-    assert [(x["src"], x["dst"]) for x in pcie] == [(4, None)]
+    assert [(x["src"], x["dst"]) for x in pcie] == [(4, 5)]
     assert len(facts["profile.stages"]) == 1
 
 
@@ -176,3 +181,39 @@ def test_overlap_events_named_by_their_thread(small, tmp_path):
     r0 = next(r for r in prof.collect(small, tmpdir=tmp_path).facts["profile.ranks"] if r["rank"] == 0)
     assert r0["source"] == "trace_view.json"
     assert r0["compute_ms"] == pytest.approx(100.0) and r0["comm_ms"] == pytest.approx(20.0)
+
+
+def test_trace_cut_in_half_reports_lost_collectives_and_analyses(small, tmp_path):
+    """Issue 13: a trace cut in half said only "264 bytes dropped" while a quarter of the collectives vanished.
+    Now the loss is counted in events, steps and collectives (against the rank's own communication.json)
+    and the analyses that read the trace for that rank are named."""
+    rank1 = rank_dirs(small)[1] / "ASCEND_PROFILER_OUTPUT"
+    trace = rank1 / "trace_view.json"
+    with trace.open("r+b") as f:
+        f.truncate(trace.stat().st_size // 2)
+    (rank1 / "step_trace_time.csv").unlink()  # the breakdown of rank 1 now comes from the cut trace
+    d = prof.collect(small, tmpdir=tmp_path)
+    (rec,) = d.facts["profile.files"]["recovered"]
+    total = rec["collectives_in_communication_json"]
+    assert total > 0 and 0 < rec["collectives_read"] < total
+    assert rec["collectives_lost"] == total - rec["collectives_read"]
+    assert rec["steps_read"] < rec["peer_steps"] and rec["events_read"] < rec["peer_events"]
+    assert any("per-step breakdown" in a for a in rec["analyses_touched"])
+    assert any("communication ops" in a for a in rec["analyses_touched"])
+    line = loss_line(rec)
+    assert f"{rec['collectives_lost']} collective(s) missing" in line and "affects: per-step breakdown" in line
+
+
+def test_op_statistic_is_read_when_kernel_details_is_absent(small, tmp_path):
+    """op_statistic.csv (documented columns OP Type, Core Type, Count, Total Time(us)) gives the same top
+    operators as kernel_details.csv; its HCCL-core rows are communication, never compute."""
+    with_kd = prof.collect(small, tmpdir=tmp_path).facts["profile.top_ops"]
+    for d in rank_dirs(small):
+        (d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").unlink()
+        with (d / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv").open("a") as f:
+            f.write("hcom_allReduce_,HCCL,4,999999.000,1.0,1.0,1.0,90.00\n")
+    facts = prof.collect(small, tmpdir=tmp_path).facts
+    ops = facts["profile.top_ops"]
+    assert [(o["op"], o["count"]) for o in ops] == [(o["op"], o["count"]) for o in with_kd]
+    assert [o["total_ms"] for o in ops] == pytest.approx([o["total_ms"] for o in with_kd], abs=0.01)
+    assert {r["file"] for r in facts["profile.files"]["read"]} >= {"op_statistic"}
