@@ -14,6 +14,7 @@ import orjson
 
 from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.model import Finding, NotEvaluated, sort_findings
+from msdoctor.engine.rootcause import Consequence, RootCause
 from msdoctor.errors import InputError
 from msdoctor.facts.run import load_supervisor_state
 from msdoctor.watch import events
@@ -133,27 +134,19 @@ def timeline(findings: list[Finding]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda d: (d["step"] if d["step"] is not None else math.inf, d["t"] or math.inf, d["rank"]))
 
 
-def root_cause(findings: list[Finding]) -> dict[str, Any] | None:
+def root_cause(findings: list[Finding]) -> RootCause:
     """The most severe, earliest finding whose role is a root (consequences never are)."""
     roots = [f for f in findings if _role(f) == "root"]
     if not roots:
-        return None
+        why = "no finding names a root cause" if findings else "no findings: nothing to correlate"
+        return RootCause.undetermined(why)
     best = min(roots, key=lambda f: (f.severity.rank_order, *_when(f)))
     consequences = [
-        {"rule": f.rule, "rank": f.rank, "message": f.message}
+        Consequence(rank=f.rank, rule=f.rule, message=f.message)
         for f in findings
         if f is not best and (_role(f) == "consequence" or (f.rule == best.rule and f.rank != best.rank))
     ]
-    return {
-        "rule": best.rule,
-        "rank": best.rank,
-        "step": best.step,
-        "severity": best.severity.value,
-        "title": best.title,
-        "message": best.message,
-        "fix": best.fix,
-        "consequences": consequences,
-    }
+    return RootCause.from_finding(best, consequences=consequences)
 
 
 def ranks_summary(sup: Supervisor) -> list[dict[str, Any]]:
@@ -184,7 +177,7 @@ def render_extra(out: Any, report: dict[str, Any]) -> None:
         for row in report["timeline"]:
             out.print(f"    step {row['step']}  rank {row['rank']}  {row['rule']} ({row['role']}): {escape(row['message'])}")
     rc = report.get("root_cause")
-    if rc:
+    if rc and rc.get("determined") and rc.get("rule"):
         where = f"rank {rc['rank']}" if rc["rank"] is not None else "all ranks"
         out.print(f"[bold]root cause[/]: {rc['rule']} on {where} at step {rc['step']}: {escape(rc['message'])}")
     for s in report.get("skipped", []):
@@ -201,7 +194,7 @@ def report_extra(run_dir: Path, sup: Supervisor, findings: list[Finding], skippe
         "run_dir": str(run_dir),
         "ranks": ranks_summary(sup),
         "timeline": timeline(findings),
-        "root_cause": root_cause(findings),
+        "root_cause": root_cause(findings).to_dict(),
         "skipped": skipped,
     }
 

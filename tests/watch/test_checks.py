@@ -56,14 +56,15 @@ def test_root_cause_is_the_classified_exception_not_the_peer_timeout(finished_ru
     assert by_rank[1].data["classified_as"] == "PAR001"  # MatMulExt shape error, catalogue signature
     assert "classified_as" not in by_rank[0].data  # rank 0's barrier timeout matches no signature
     rc = root_cause(findings)
-    assert (rc["rule"], rc["rank"], rc["step"]) == ("COMM203", 1, FAULT)
+    assert (rc.rule, rc.rank, rc.step) == ("COMM203", 1, FAULT)
+    assert [c.rank for c in rc.consequences] == [0]
     assert [(r["rank"], r["rule"]) for r in timeline(findings)] == [(1, "COMM203"), (0, "COMM203")]
 
 
 def test_crash_is_the_root_and_rank0_timeout_follows(finished_run):
     findings, _ = _found(finished_run("crash"))
     rc = root_cause(findings)
-    assert (rc["rule"], rc["rank"], rc["step"]) == ("COMM202", 1, FAULT)
+    assert (rc.rule, rc.rank, rc.step) == ("COMM202", 1, FAULT)
 
 
 def test_robust_statistics():
