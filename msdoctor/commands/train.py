@@ -256,7 +256,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float | None, started: float) 
 
 
 def _summary(run: Path, world: int) -> dict[str, Any]:
-    from msdoctor.watch import events
+    from msdoctor import rundir as events
 
     ranks: dict[int, dict[str, Any]] = {}
     for ev in events.read_all(run):

@@ -29,11 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from msdoctor import rundir
 from msdoctor.engine.facts import Facts
-from msdoctor.watch import events
-from msdoctor.watch.watchdog import number
+from msdoctor.rundir import SUPERVISOR_FILE, number
 
 SOURCE = "events"
 COLUMNS = ("step", "t", "loss", "grad_norm", "loss_scale", "overflow", "step_time", "data_wait", "rss", "device_mem", "sync")
@@ -198,7 +196,7 @@ class RunCollector:
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
         self.ranks: dict[int, RankState] = {}
-        self.tails: dict[int, events.Tail] = {}
+        self.tails: dict[int, rundir.Tail] = {}
         self.world: int | None = None
         self.stack_requested: dict[int, float] = {}
         self.stopped_by_supervisor = False
@@ -208,8 +206,8 @@ class RunCollector:
     def poll(self) -> int:
         """Read new complete lines of every rank file; returns the number of events read."""
         n = 0
-        for rank, path in events.rank_files(self.run_dir).items():
-            tail = self.tails.setdefault(rank, events.Tail(path))
+        for rank, path in rundir.rank_files(self.run_dir).items():
+            tail = self.tails.setdefault(rank, rundir.Tail(path))
             try:
                 evs = tail.read()
             except OSError:
@@ -227,11 +225,12 @@ class RunCollector:
         return sum(t.skipped for t in self.tails.values())
 
     def _stack(self, st: RankState) -> dict[str, Any] | None:
-        path = events.stack_file(self.run_dir, st.rank)
+        path = rundir.stack_file(self.run_dir, st.rank)
         try:
-            if not path.is_file() or path.stat().st_size == 0:
+            raw = rundir.read_small(path)
+            if not raw:
                 return None
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = raw.decode("utf-8", errors="replace")
             mtime = path.stat().st_mtime
         except OSError:
             return None
@@ -242,7 +241,7 @@ class RunCollector:
         facts = Facts()
         facts.meta = {"run_dir": str(self.run_dir), "skipped_lines": self.skipped}
         if not self.ranks:
-            facts.unknown("run.ranks", f"no events under {events.events_dir(self.run_dir)}", SOURCE)
+            facts.unknown("run.ranks", f"no events under {rundir.events_dir(self.run_dir)}", SOURCE)
             return facts
         newest = max((s.last_seen_t or 0.0) for s in self.ranks.values())
         facts.set("run.world", self.world or len(self.ranks), SOURCE)
@@ -297,23 +296,14 @@ class RunCollector:
         return facts
 
 
-SUPERVISOR_FILE = "supervisor.json"
-
-
 def load_supervisor_state(col: RunCollector) -> str | None:
     """What the live supervisor did (stack requests, stopping the job), from ``RUN/supervisor.json``.
 
     Returns a reason when the file exists but cannot be read (the caller reports it as skipped).
     """
-    path = col.run_dir / SUPERVISOR_FILE
-    try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        return f"{path}: unreadable ({exc})"
-    if not isinstance(data, dict):
-        return f"{path}: not a JSON object"
+    data, why = rundir.read_json_object(col.run_dir / SUPERVISOR_FILE)
+    if data is None:
+        return why
     col.stopped_by_supervisor = bool(data.get("stopped_by_supervisor"))
     for k, v in (data.get("stack_requested") or {}).items():
         if str(k).isdigit() and isinstance(v, (int, float)):

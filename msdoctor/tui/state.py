@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from msdoctor.watch import events
-
-FINDINGS_FILE = "findings.jsonl"
+from msdoctor import rundir as events
+from msdoctor.rundir import FINDINGS_FILE
 SILENT_AFTER_S = 10.0  # heartbeats come every second; ten missed ones are not a slow disk
 
 

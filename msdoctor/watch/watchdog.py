@@ -11,9 +11,7 @@ Cost per step: one ``os.write`` of one JSON line to a file descriptor kept open,
 from __future__ import annotations
 
 import faulthandler
-import math
 import os
-import signal
 import socket
 import sys
 import threading
@@ -23,9 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from msdoctor.watch import events
-
-STACK_SIGNAL = signal.SIGUSR1
+from msdoctor import rundir as events
+from msdoctor.rundir import STACK_SIGNAL as STACK_SIGNAL
+from msdoctor.rundir import encode_number as _finite
+from msdoctor.rundir import number as number  # re-exported: the decoder of the encoding above
 
 # Frames under these path fragments are library code: `where_user` skips them so a rank blocked
 # inside MindSpore's Python wrappers still reports the line of the training script that called in.
@@ -295,15 +294,6 @@ class Watchdog:
             print(f"msdoctor watchdog (rank {self.rank}) disabled: {why}", file=sys.stderr)
 
 
-def _finite(x: float) -> float | str:
-    """JSON has no NaN/Inf (orjson writes null): keep them as the strings 'NaN', 'Infinity', '-Infinity'."""
-    if math.isfinite(x):
-        return x
-    if math.isnan(x):
-        return "NaN"
-    return "Infinity" if x > 0 else "-Infinity"
-
-
 def _plain(v: Any) -> Any:
     """Tensors / numpy scalars → Python numbers (non-finite as strings), so events stay plain JSON."""
     if v is None or isinstance(v, (bool, int, str)):
@@ -326,17 +316,3 @@ def _plain(v: Any) -> Any:
             except Exception:  # an exotic tensor type: keep its text rather than fail the step
                 return str(v)
     return str(v)
-
-
-def number(v: Any) -> float | None:
-    """Inverse of the encoding above: a metric value from an event as float (None if absent)."""
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)  # 'NaN', 'Infinity', '-Infinity' parse
-        except ValueError:
-            return None
-    return None

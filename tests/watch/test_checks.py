@@ -23,9 +23,9 @@ EXPECTED = {
 
 
 def _found(run_dir):
-    _, findings, not_evaluated, skipped = diagnose_dir(run_dir)
-    assert not skipped
-    return findings, not_evaluated
+    diag = diagnose_dir(run_dir)
+    assert not diag.skipped
+    return diag.findings, diag.not_evaluated
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
