@@ -10,6 +10,7 @@ from typing import Any
 
 from msdoctor import rundir as events
 from msdoctor.rundir import FINDINGS_FILE
+
 SILENT_AFTER_S = 10.0  # heartbeats come every second; ten missed ones are not a slow disk
 
 
