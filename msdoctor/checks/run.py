@@ -261,6 +261,8 @@ def crashed_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         if stop_key(r) != first_stop:
             continue
         last = float(r.get("last_seen_t") or 0.0)
+        if exceptions.get(k):
+            continue  # it raised (whichever hook recorded it): COMM203 names the exception, not a kill
         if last - float(r.get("last_progress_t") or last) >= float(params["hung_s"]):
             continue  # it had stopped progressing long before it vanished: COMM201 names the hang
         grace = float(params["grace_s"]) + 2 * float(r.get("heartbeat_s") or 1.0)

@@ -102,6 +102,8 @@ class Watchdog:
         self._phase_times: dict[str, float] = {}
         self._last_step_t: float | None = None
         self._last_progress = time.time()
+        self._seen_exc: list[BaseException] = []  # recorded already (the same one reaches several hooks)
+        self._prev_hooks: tuple[Any, Any] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, config: dict[str, Any] | None = None) -> Watchdog:
@@ -130,13 +132,52 @@ class Watchdog:
             config=_plain(config or {}),
         )
         self._last_step_t = time.perf_counter()
+        self._install_hooks()
         self._thread = threading.Thread(target=self._beat, name=f"msdoctor-heartbeat-{self.rank}", daemon=True)
         self._thread.start()
         return self
 
+    def _install_hooks(self) -> None:
+        """Record an exception however it ends the rank: uncaught in the main thread (``sys.excepthook``)
+        or in another thread (``threading.excepthook``), besides ``with wd:``, the trainer's own error
+        path and the Model.train callback (any callback's exception, e.g. LossMonitor's NaN)."""
+        prev_sys, prev_thread = sys.excepthook, threading.excepthook
+        self._prev_hooks = (prev_sys, prev_thread)
+
+        def sys_hook(tp: Any, exc: Any, tb: Any) -> None:
+            try:
+                if isinstance(exc, Exception):
+                    self.exception(exc, source="sys.excepthook")
+                    self.close("failed")
+            finally:
+                prev_sys(tp, exc, tb)
+
+        def thread_hook(args: Any) -> None:
+            try:
+                if isinstance(args.exc_value, Exception):
+                    name = getattr(args.thread, "name", "?")
+                    self.exception(args.exc_value, source=f"threading.excepthook (thread {name})")
+            finally:
+                prev_thread(args)
+
+        sys.excepthook = sys_hook
+        threading.excepthook = thread_hook
+        self._hooks = (sys_hook, thread_hook)
+
+    def _remove_hooks(self) -> None:
+        if self._prev_hooks is None:
+            return
+        mine = getattr(self, "_hooks", (None, None))
+        if sys.excepthook is mine[0]:
+            sys.excepthook = self._prev_hooks[0]
+        if threading.excepthook is mine[1]:
+            threading.excepthook = self._prev_hooks[1]
+        self._prev_hooks = None
+
     def close(self, status: str = "ok") -> None:
         if not self.enabled:
             return
+        self._remove_hooks()
         self._stop.set()
         self.emit("end", step=self.last_step, status=status, watchdog_errors=self.errors)
         if self._thread is not None:
@@ -251,10 +292,15 @@ class Watchdog:
             return
         self.emit("checksum", step=step, sums=sums)
 
-    def exception(self, exc: BaseException) -> None:
+    def exception(self, exc: BaseException, source: str | None = None) -> None:
+        """Record an exception (once, however many hooks see it); ``source`` says which hook did."""
+        if any(exc is e for e in self._seen_exc):
+            return
+        self._seen_exc = [*self._seen_exc[-7:], exc]
         try:
             self.emit(
                 "exception",
+                source=source,
                 step=self.phase_step if self.phase_step is not None else self.last_step,  # the step in progress
                 phase=self.phase_name,
                 type=type(exc).__name__,
