@@ -177,7 +177,7 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
             ev.append(
                 Evidence(
                     f"rank {w} waits in phase {wr.get('phase')!r} of step {pos[w][0]} at {where_of(w)}: its "
-                    "collective timeout (HCCL_EXEC_TIMEOUT, 1836 s by default on Ascend) will be a consequence",
+                    f"{_timeout_words(wr.get('collective_timeout'))} will be a consequence",
                     fact="run.ranks",
                 )
             )
@@ -200,6 +200,14 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
                 "stack": bool(stack),
             },
         )
+
+
+def _timeout_words(ct: Any) -> str:
+    """The collective time-out a waiting rank really has (as its start event told), in words."""
+    if isinstance(ct, dict) and isinstance(ct.get("seconds"), (int, float)):
+        return f"collective time-out ({ct.get('source')}: {_fmt_s(float(ct['seconds']))}, {ct.get('backend')})"
+    return ("collective time-out (backend unknown: on CPU MS_CPU_COMM_OP_TIMEOUT, else MS_NODE_TIMEOUT, else 30 s; "
+            "on Ascend HCCL_EXEC_TIMEOUT, 1836 s by default)")
 
 
 def _frame(f: str) -> tuple[str, int, str]:

@@ -10,7 +10,8 @@ Facts (all keyed by rank as a string, because JSON object keys are strings):
 * ``run.now`` — the time the snapshot describes (wall clock live; newest event post-mortem)
 * ``run.ranks`` — {rank: pid, host, local (same host as the collector), alive, started, ended,
   end_status, last_step, last_step_t, last_progress_t, last_seen_t, phase, phase_step, where,
-  where_user, heartbeat_s, stack_requested_t, watchdog_errors}
+  where_user, heartbeat_s, stack_requested_t, watchdog_errors, collective_timeout {seconds, source,
+  backend} (the time-out its backend really uses, from its start event)}
 * ``run.series`` — {rank: {column: [..]}} per step: step, t, loss, grad_norm, loss_scale, overflow,
   step_time, data_wait, rss, device_mem, sync (seconds in the phases that wait for the other ranks)
 * ``run.checksums`` — {rank: {step: {param: [sum, sum of squares]}}} (the first 32 and newest 4 steps)
@@ -63,6 +64,8 @@ class RankState:
     where: str | None = None
     where_user: str | None = None
     watchdog_errors: int = 0
+    device_target: str | None = None
+    comm_env: dict[str, str] = field(default_factory=dict)
     series: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in COLUMNS})
     checksums: dict[int, dict[str, Any]] = field(default_factory=dict)
     exceptions: list[dict[str, Any]] = field(default_factory=list)
@@ -78,6 +81,9 @@ class RankState:
             self.host = ev.get("host") if isinstance(ev.get("host"), str) else None
             self.main_thread = ev.get("main_thread") if isinstance(ev.get("main_thread"), str) else None
             self.heartbeat_s = number(ev.get("heartbeat_s"))
+            self.device_target = ev.get("device_target") if isinstance(ev.get("device_target"), str) else None
+            env = ev.get("comm_env")
+            self.comm_env = {str(k): str(v)[:64] for k, v in env.items()} if isinstance(env, dict) else {}
             self.started, self.last_progress_t = t, t
         elif kind == "step" and step is not None:
             self.last_step, self.last_step_t, self.last_progress_t = step, t, t
@@ -125,6 +131,36 @@ class RankState:
         elif kind == "end":
             self.ended = t
             self.end_status = str(ev.get("status", ""))
+
+
+# MindSpore's CPU collectives (ring all-reduce over its RPC layer) time out after MS_CPU_COMM_OP_TIMEOUT,
+# else MS_NODE_TIMEOUT, else 30 s (kCollectiveCommTimeout) — read in the MindSpore 2.10 wheel,
+# include/mindspore/ccsrc/include/cluster/rpc/collective_ops_impl.h. On Ascend, HCCL_EXEC_TIMEOUT
+# (CANN default 1836 s; /work/shared/faults.md HCCL-02).
+CPU_COMM_TIMEOUT_S = 30.0
+HCCL_EXEC_TIMEOUT_S = 1836.0
+
+
+def collective_timeout(device_target: str | None, env: dict[str, str]) -> dict[str, Any]:
+    """{seconds, source, backend} of the collective time-out a rank really has (seconds None: unknown)."""
+    def val(name: str) -> float | None:
+        try:
+            return float(env[name])
+        except (KeyError, ValueError):
+            return None
+
+    if device_target == "CPU":
+        for name in ("MS_CPU_COMM_OP_TIMEOUT", "MS_NODE_TIMEOUT"):
+            v = val(name)
+            if v is not None:
+                return {"seconds": v, "source": f"{name}={env[name]}", "backend": "CPU"}
+        return {"seconds": CPU_COMM_TIMEOUT_S, "source": "MindSpore's CPU default", "backend": "CPU"}
+    if device_target == "Ascend":
+        v = val("HCCL_EXEC_TIMEOUT")
+        if v is not None:
+            return {"seconds": v, "source": f"HCCL_EXEC_TIMEOUT={env['HCCL_EXEC_TIMEOUT']}", "backend": "Ascend"}
+        return {"seconds": HCCL_EXEC_TIMEOUT_S, "source": "HCCL_EXEC_TIMEOUT, CANN's default", "backend": "Ascend"}
+    return {"seconds": None, "source": None, "backend": device_target}
 
 
 def _metric(v: Any) -> Any:
@@ -269,6 +305,7 @@ class RunCollector:
                 "heartbeat_s": st.heartbeat_s,
                 "stack_requested_t": self.stack_requested.get(r),
                 "watchdog_errors": st.watchdog_errors,
+                "collective_timeout": collective_timeout(st.device_target, st.comm_env),
             }
             stack = self._stack(st)
             if stack is not None:

@@ -130,6 +130,8 @@ class Watchdog:
             heartbeat_s=self.heartbeat_s,
             argv=sys.argv,
             config=_plain(config or {}),
+            device_target=_device_target(),
+            comm_env={k: os.environ[k][:64] for k in COMM_ENV if k in os.environ},
         )
         self._last_step_t = time.perf_counter()
         self._install_hooks()
@@ -338,6 +340,22 @@ class Watchdog:
         if self.enabled:
             self.enabled = False
             print(f"msdoctor watchdog (rank {self.rank}) disabled: {why}", file=sys.stderr)
+
+
+# the environment that sets a rank's collective time-out (see msdoctor.facts.run.collective_timeout)
+COMM_ENV = ("MS_CPU_COMM_OP_TIMEOUT", "MS_NODE_TIMEOUT", "HCCL_EXEC_TIMEOUT", "HCCL_CONNECT_TIMEOUT")
+
+
+def _device_target() -> str | None:
+    """The backend MindSpore runs on, if the script imported and set it already (never imports it)."""
+    ms = sys.modules.get("mindspore")
+    if ms is None:
+        return None
+    try:
+        v = ms.get_context("device_target")
+        return str(v) if v else None
+    except Exception:  # an old or partial MindSpore: unknown
+        return None
 
 
 def _plain(v: Any) -> Any:
