@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from msdoctor.checks.run import mad, median, theil_sen
+from msdoctor.checks.stats import mad, median, theil_sen
 from msdoctor.watch.report import diagnose_dir, root_cause, timeline
 
 FAULT = 7  # tests/watch/fakeloop.py FAULT_STEP; the faulty rank is 1
