@@ -13,6 +13,7 @@ Layout::
     RUN/supervisor.json           what the supervisor did (stack requests, stopping the job)
     RUN/report.json               the closing report
     RUN/run.json                  what ``msdoctor train`` launched
+    RUN/msrun.log                 msrun's console: it names the worker that exited first
     RUN/.supervisor.pid           the lock of the one supervisor that writes findings.jsonl
 
 Events: every event is one JSON object with at least ``t`` (unix seconds), ``rank`` and ``kind``:
@@ -62,6 +63,7 @@ FINDINGS_FILE = "findings.jsonl"
 SUPERVISOR_FILE = "supervisor.json"
 REPORT_FILE = "report.json"
 RUN_FILE = "run.json"
+LAUNCHER_LOG = "msrun.log"  # msrun's own console (msdoctor train writes it)
 LOCK_FILE = ".supervisor.pid"
 STACK_SIGNAL = signal.SIGUSR1  # makes a rank's faulthandler append every thread's stack to its stack file
 
@@ -177,6 +179,20 @@ def read_small(path: Path, limit: int = MAX_SMALL) -> bytes | None:
             chunks.append(b)
             left -= len(b)
         return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_tail(path: Path, limit: int = 1 << 20) -> bytes | None:
+    """The last ``limit`` bytes of a regular file (None when absent); OSError with a reason otherwise."""
+    try:
+        fd = _open_regular(path)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        os.lseek(fd, max(0, size - limit), os.SEEK_SET)
+        return os.read(fd, limit)
     finally:
         os.close(fd)
 

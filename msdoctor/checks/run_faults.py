@@ -39,8 +39,15 @@ def crashed_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         return position(r), float(r.get("last_progress_t") or 0.0)
 
     first_stop = min((stop_key(r) for r in vanished.values()), default=None)
+    # msrun names the worker it saw exit first: that one crashed, the ones it then killed did not —
+    # whatever their positions (under load the killed rank may be the one behind)
+    launcher = facts.get_known("run.launcher", None) or {}
+    first_pid = launcher.get("first_failed_pid")
+    named = [k for k, r in vanished.items() if first_pid is not None and r.get("pid") == first_pid]
     for k, r in sorted(vanished.items(), key=lambda kv: int(kv[0])):
-        if stop_key(r) != first_stop:
+        if named and k not in named:
+            continue
+        if not named and stop_key(r) != first_stop:
             continue
         last = float(r.get("last_seen_t") or 0.0)
         if exceptions.get(k):
@@ -52,19 +59,23 @@ def crashed_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         if earlier:
             continue  # killed by the launcher after another rank failed: a consequence, not a crash
         step = (r["last_step"] + 1) if isinstance(r.get("last_step"), int) else 0
+        how = "killed (OOM killer, SIGKILL) or crashed below Python (segfault, abort)"
+        evidence = [
+            Evidence(f"rank {k}: last event at phase {r.get('phase')!r}, last completed step {r.get('last_step')}, "
+                     f"at {r.get('where')}", fact="run.ranks"),
+            Evidence(f"process {r.get('pid')} on {r.get('host')} no longer exists", fact="run.ranks"),
+        ]
+        if named:
+            code = launcher.get("code")
+            how = (f"killed by signal {-code}" if isinstance(code, int) and code < 0 else f"exited with code {code}") + \
+                " — msrun saw it fail first and then killed the other ranks"
+            evidence.append(Evidence(f"msrun: {launcher.get('line')}", fact="run.launcher"))
         yield Hit(
-            message=(
-                f"rank {k} (pid {r.get('pid')}) vanished during step {step} without an end event: killed "
-                "(OOM killer, SIGKILL) or crashed below Python (segfault, abort)"
-            ),
-            evidence=(
-                Evidence(f"rank {k}: last event at phase {r.get('phase')!r}, last completed step {r.get('last_step')}, "
-                         f"at {r.get('where')}", fact="run.ranks"),
-                Evidence(f"process {r.get('pid')} on {r.get('host')} no longer exists", fact="run.ranks"),
-            ),
+            message=f"rank {k} (pid {r.get('pid')}) vanished during step {step} without an end event: {how}",
+            evidence=tuple(evidence),
             rank=int(k),
             step=step,
-            data={"t": last, "pid": r.get("pid")},
+            data={"t": last, "pid": r.get("pid"), **({"launcher": launcher.get("line")} if named else {})},
         )
 
 

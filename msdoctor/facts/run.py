@@ -19,6 +19,8 @@ Facts (all keyed by rank as a string, because JSON object keys are strings):
 * ``run.stacks`` — {rank: {t, frames: ["file:line func", …] of the main thread, innermost first}}
 * ``run.host_mem`` — {total, available} bytes of the collector's host
 * ``run.job`` — {running, stopped_by_supervisor} as the supervisor knows it
+* ``run.launcher`` — {first_failed_pid, code, line} from msrun's console (``RUN/msrun.log``): the
+  worker msrun saw exit with an error first, before it killed the others
 """
 
 from __future__ import annotations
@@ -161,6 +163,25 @@ def collective_timeout(device_target: str | None, env: dict[str, str]) -> dict[s
             return {"seconds": v, "source": f"HCCL_EXEC_TIMEOUT={env['HCCL_EXEC_TIMEOUT']}", "backend": "Ascend"}
         return {"seconds": HCCL_EXEC_TIMEOUT_S, "source": "HCCL_EXEC_TIMEOUT, CANN's default", "backend": "Ascend"}
     return {"seconds": None, "source": None, "backend": device_target}
+
+
+# msrun (mindspore/parallel/cluster/process_entity/_api.py, join_processes) polls its workers once a
+# second; the first with a non-zero exit code is logged with this line, then it SIGKILLs the others
+_MSRUN_FAILED_RE = re.compile(rb"Worker process (\d+) exit with exception\. Error code: (-?\d+)\.")
+
+
+def launcher_verdict(run_dir: Path) -> dict[str, Any] | None:
+    """The worker msrun saw exit with an error first (its pid and code), from ``RUN/msrun.log``."""
+    try:
+        raw = rundir.read_tail(run_dir / rundir.LAUNCHER_LOG)
+    except OSError:
+        return None
+    m = _MSRUN_FAILED_RE.search(raw or b"")
+    if m is None:
+        return None
+    line_start = raw.rfind(b"\n", 0, m.start()) + 1 if raw else 0
+    line = (raw or b"")[line_start:m.end()].decode("utf-8", errors="replace")[-300:]
+    return {"first_failed_pid": int(m.group(1)), "code": int(m.group(2)), "line": line}
 
 
 def _metric(v: Any) -> Any:
@@ -330,6 +351,11 @@ class RunCollector:
         else:
             facts.set("run.host_mem", mem, "psutil")
         facts.set("run.job", {"running": running, "stopped_by_supervisor": self.stopped_by_supervisor}, "supervisor")
+        launcher = launcher_verdict(self.run_dir)
+        if launcher is None:
+            facts.unknown("run.launcher", f"no failed worker in {self.run_dir / rundir.LAUNCHER_LOG}", "msrun")
+        else:
+            facts.set("run.launcher", launcher, "msrun")
         return facts
 
 

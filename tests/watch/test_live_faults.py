@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,3 +188,32 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_a_crash_is_blamed_on_the_rank_msrun_saw_fail_first(tmp_path):
+    # Under load rank 0 (slower) was still in step 4 when rank 1 exited at the start of step 5; msrun
+    # then SIGKILLed rank 0. Before, COMM202 named rank 0: the rank furthest behind.
+    import socket
+
+    host = socket.gethostname()
+    pids = {0: _dead_pid(), 1: _dead_pid()}
+    for r, last in ((0, 3), (1, 4)):
+        evs = [{"t": 0.0, "kind": "start", "world": 2, "host": host, "pid": pids[r], "heartbeat_s": 1.0}]
+        evs += [{"t": float(s), "kind": "step", "step": s, "step_time": 1.0} for s in range(1, last + 1)]
+        evs.append({"t": last + 0.1, "kind": "phase", "step": last + 1, "phase": "forward"})
+        _write(tmp_path, r, evs)
+    before = [(f.rule, f.rank) for f in diagnose_dir(tmp_path).findings if f.rule == "COMM202"]
+    assert before == [("COMM202", 0)]  # without the launcher's word, the rank behind is all there is
+    # msrun's real console (samples/logs/nan, MindSpore 2.10), with the worker pid of this run put in
+    real = (ROOT / "samples/logs/nan/logs/msrun.log").read_text()
+    line = next(x for x in real.splitlines() if "exit with exception. Error code" in x)
+    (tmp_path / rundir.LAUNCHER_LOG).write_text(re.sub(r"Worker process \d+", f"Worker process {pids[1]}", line) + "\n")
+    crash = [f for f in diagnose_dir(tmp_path).findings if f.rule == "COMM202"]
+    assert [(f.rank, f.step) for f in crash] == [(1, 5)]
+    assert "exited with code 1" in crash[0].message and "msrun saw it fail first" in crash[0].message
