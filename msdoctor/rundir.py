@@ -8,6 +8,7 @@ Layout::
 
     RUN/events/rank_<r>.jsonl     one JSON event per line, appended by rank r's watchdog
     RUN/events/rank_<r>.stack.txt faulthandler dumps (SIGUSR1)
+    RUN/events/rank_<r>.reserve   64 KiB the watchdog frees on a full disk to record that it is full
     RUN/findings.jsonl            the supervisor's findings as they arise (append-only: updates and
                                   retractions are new lines; :func:`fold_findings` gives the current set)
     RUN/supervisor.json           what the supervisor did (stack requests, stopping the job)
@@ -30,7 +31,8 @@ kind            fields
 ``phase``       step, phase (e.g. "data", "forward", "collective", "save")
 ``checksum``    step, sums {parameter name: [sum, sum of squares]}
 ``exception``   step (in progress), phase, type, message, traceback, source (which hook saw it)
-``watchdog_error``  where, error (the watchdog's own contained failure)
+``watchdog_error``  where, error (the watchdog's own contained failure); disk_full: true when the
+                disk under RUN filled up (written with the reserve freed; the watchdog then stops)
 ``end``         step, status ("ok" | "failed"), watchdog_errors
 ==============  =====================================================================================
 
@@ -87,6 +89,11 @@ def rank_file(run_dir: str | Path, rank: int) -> Path:
 
 def stack_file(run_dir: str | Path, rank: int) -> Path:
     return events_dir(run_dir) / f"rank_{rank}.stack.txt"
+
+
+def reserve_file(run_dir: str | Path, rank: int) -> Path:
+    """Space a rank's watchdog sets aside, freed to record that the disk is full (never read)."""
+    return events_dir(run_dir) / f"rank_{rank}.reserve"
 
 
 def findings_file(run_dir: str | Path) -> Path:

@@ -50,6 +50,8 @@ def crashed_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         if not named and stop_key(r) != first_stop:
             continue
         last = float(r.get("last_seen_t") or 0.0)
+        if r.get("disk_full_t") is not None:
+            continue  # its watchdog stopped on a full disk (ENV201): its end went unrecorded
         if exceptions.get(k):
             continue  # it raised (whichever hook recorded it): COMM203 names the exception, not a kill
         if last - float(r.get("last_progress_t") or last) >= float(params["hung_s"]):
@@ -139,3 +141,33 @@ def _stopped_before(facts: Facts, k: str, e: Mapping[str, Any]) -> tuple[str, fl
         if t - since >= 5.0 and (num(r.get("last_seen_t")) or 0.0) >= since:
             return o, since
     return None
+
+
+# -- ENV201: the disk under the run directory filled up -----------------------------------------------
+
+
+def disk_full(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
+    """A rank's watchdog recorded ENOSPC (then stopped), or the run directory's file system is full now."""
+    ranks: dict[str, dict[str, Any]] = facts.need("run.ranks")
+    disk = facts.get_known("run.disk", None) or {}
+    free = disk.get("free")
+    low = isinstance(free, (int, float)) and free < float(params["min_free_mib"]) * 2**20
+    hit = False
+    for k, r in sorted(ranks.items(), key=lambda kv: int(kv[0])):
+        t = num(r.get("disk_full_t"))
+        if t is None:
+            continue
+        hit = True
+        ev = [Evidence(f"rank {k}: {r.get('disk_full_error')} at {clock(t)}, after step {r.get('last_step')}; "
+                       "its watchdog stopped recording (training itself went on)", fact="run.ranks")]  # fmt: skip
+        if isinstance(free, (int, float)):
+            ev.append(Evidence(f"{disk.get('path')}: {free / 2**20:.1f} MiB free now", fact="run.disk"))
+        yield Hit(message=f"the disk under the run directory is full: rank {k}'s watchdog could not write its events "
+                          f"from {clock(t)} on (after step {r.get('last_step')}); its silence after that is not a hang "
+                          "or a crash",  # fmt: skip
+                  evidence=tuple(ev), rank=int(k), step=r.get("last_step"), data={"t": t})
+    if low and not hit:
+        yield Hit(message=f"the disk under the run directory has {float(free or 0) / 2**20:.1f} MiB free: events, findings and "
+                          "checkpoints will be cut short",  # fmt: skip
+                  evidence=(Evidence(f"{disk.get('path')}: {free} bytes free of {disk.get('total')}", fact="run.disk"),),
+                  data={"free": free})

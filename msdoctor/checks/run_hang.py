@@ -19,7 +19,9 @@ def hung_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
     ranks: dict[str, dict[str, Any]] = facts.need("run.ranks")
     now = float(facts.need("run.now"))
     stacks = facts.get_known("run.stacks", {}) or {}
-    active = {k: r for k, r in ranks.items() if r.get("ended") is None and r.get("started") is not None}
+    # a rank whose watchdog stopped on a full disk (ENV201) is silent, not hung
+    active = {k: r for k, r in ranks.items()
+              if r.get("ended") is None and r.get("started") is not None and r.get("disk_full_t") is None}
     if not active:
         return
     step_times = [

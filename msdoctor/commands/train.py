@@ -340,7 +340,9 @@ def run(args: argparse.Namespace) -> int:
     from msdoctor.watch.supervisor import SuperviseOptions, supervise
 
     with open(run_dir / "msrun.log", "wb") as console_log:
-        proc = subprocess.Popen(cmd, stdout=console_log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
+        # under msdoctor.watch.reaper: if this process dies (even by SIGKILL) msrun and its ranks go too
+        guarded = [sys.executable, "-m", "msdoctor.watch.reaper", str(os.getpid()), "--", *cmd]
+        proc = subprocess.Popen(guarded, stdout=console_log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
                                 start_new_session=True)
         tracker = _ChildTracker(proc.pid)
         started = time.monotonic()

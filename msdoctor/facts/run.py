@@ -11,7 +11,8 @@ Facts (all keyed by rank as a string, because JSON object keys are strings):
 * ``run.ranks`` — {rank: pid, host, local (same host as the collector), alive, started, ended,
   end_status, last_step, last_step_t, last_progress_t, last_seen_t, phase, phase_step, where,
   where_user, heartbeat_s, stack_requested_t, watchdog_errors, collective_timeout {seconds, source,
-  backend} (the time-out its backend really uses, from its start event)}
+  backend} (the time-out its backend really uses, from its start event), disk_full_t / disk_full_error
+  (the watchdog stopped: the disk under RUN filled up)}
 * ``run.series`` — {rank: {column: [..]}} per step: step, t, loss, grad_norm, loss_scale, overflow,
   step_time, data_wait, rss, device_mem, sync (seconds in the phases that wait for the other ranks)
 * ``run.checksums`` — {rank: {step: {param: [sum, sum of squares]}}} (the first 32 and newest 4 steps)
@@ -19,12 +20,14 @@ Facts (all keyed by rank as a string, because JSON object keys are strings):
 * ``run.stacks`` — {rank: {t, frames: ["file:line func", …] of the main thread, innermost first}}
 * ``run.host_mem`` — {total, available} bytes of the collector's host
 * ``run.job`` — {running, stopped_by_supervisor} as the supervisor knows it
+* ``run.disk`` — {free, total, path}: the file system under the run directory (statvfs, now)
 * ``run.launcher`` — {first_failed_pid, code, line} from msrun's console (``RUN/msrun.log``): the
   worker msrun saw exit with an error first, before it killed the others
 """
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import time
@@ -67,6 +70,8 @@ class RankState:
     where_user: str | None = None
     watchdog_errors: int = 0
     device_target: str | None = None
+    disk_full_t: float | None = None
+    disk_full_error: str | None = None
     comm_env: dict[str, str] = field(default_factory=dict)
     series: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in COLUMNS})
     checksums: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -130,6 +135,9 @@ class RankState:
             )
         elif kind == "watchdog_error":
             self.watchdog_errors += 1
+            if ev.get("disk_full") is True and self.disk_full_t is None:
+                self.disk_full_t = t if t is not None else self.last_seen_t
+                self.disk_full_error = str(ev.get("error", ""))[:300]
         elif kind == "end":
             self.ended = t
             self.end_status = str(ev.get("status", ""))
@@ -168,6 +176,15 @@ def collective_timeout(device_target: str | None, env: dict[str, str]) -> dict[s
 # msrun (mindspore/parallel/cluster/process_entity/_api.py, join_processes) polls its workers once a
 # second; the first with a non-zero exit code is logged with this line, then it SIGKILLs the others
 _MSRUN_FAILED_RE = re.compile(rb"Worker process (\d+) exit with exception\. Error code: (-?\d+)\.")
+
+
+def _disk(run_dir: Path) -> dict[str, Any] | None:
+    """Free and total bytes of the file system under the run directory (for the user, not root)."""
+    try:
+        st = os.statvfs(run_dir)
+    except OSError:
+        return None
+    return {"free": st.f_bavail * st.f_frsize, "total": st.f_blocks * st.f_frsize, "path": str(run_dir)}
 
 
 def launcher_verdict(run_dir: Path) -> dict[str, Any] | None:
@@ -327,6 +344,8 @@ class RunCollector:
                 "stack_requested_t": self.stack_requested.get(r),
                 "watchdog_errors": st.watchdog_errors,
                 "collective_timeout": collective_timeout(st.device_target, st.comm_env),
+                "disk_full_t": st.disk_full_t,
+                "disk_full_error": st.disk_full_error,
             }
             stack = self._stack(st)
             if stack is not None:
@@ -351,6 +370,11 @@ class RunCollector:
         else:
             facts.set("run.host_mem", mem, "psutil")
         facts.set("run.job", {"running": running, "stopped_by_supervisor": self.stopped_by_supervisor}, "supervisor")
+        disk = _disk(self.run_dir)
+        if disk is None:
+            facts.unknown("run.disk", f"statvfs({self.run_dir}) failed", "statvfs")
+        else:
+            facts.set("run.disk", disk, "statvfs")
         launcher = launcher_verdict(self.run_dir)
         if launcher is None:
             facts.unknown("run.launcher", f"no failed worker in {self.run_dir / rundir.LAUNCHER_LOG}", "msrun")

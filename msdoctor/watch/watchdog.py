@@ -10,6 +10,7 @@ Cost per step: one ``os.write`` of one JSON line to a file descriptor kept open,
 
 from __future__ import annotations
 
+import errno
 import faulthandler
 import os
 import socket
@@ -102,6 +103,7 @@ class Watchdog:
         self._phase_times: dict[str, float] = {}
         self._last_step_t: float | None = None
         self._last_progress = time.time()
+        self._reserve: Path | None = None
         self._seen_exc: list[BaseException] = []  # recorded already (the same one reaches several hooks)
         self._prev_hooks: tuple[Any, Any] | None = None
 
@@ -112,6 +114,7 @@ class Watchdog:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._set_aside()
             self._stack_fh = open(events.stack_file(self.run_dir, self.rank), "a")  # noqa: SIM115 - lives until close()
             # SIGUSR1 from the supervisor dumps every thread; a fatal signal (segfault) dumps too.
             faulthandler.register(STACK_SIGNAL, file=self._stack_fh, all_threads=True, chain=False)
@@ -177,11 +180,17 @@ class Watchdog:
         self._prev_hooks = None
 
     def close(self, status: str = "ok") -> None:
+        self._remove_hooks()
         if not self.enabled:
             return
-        self._remove_hooks()
         self._stop.set()
         self.emit("end", step=self.last_step, status=status, watchdog_errors=self.errors)
+        if self._reserve is not None:
+            try:
+                self._reserve.unlink()
+            except OSError:
+                self.errors += 1
+            self._reserve = None
         if self._thread is not None:
             self._thread.join(timeout=2 * self.heartbeat_s)
         self.enabled = False
@@ -223,8 +232,34 @@ class Watchdog:
                 os.write(self._fd, line)
             else:
                 events.append(self.path, event)
-        except (OSError, TypeError, ValueError) as exc:
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                self._record_disk_full(exc)
             self._disable(f"cannot write {self.path}: {exc}")
+        except (TypeError, ValueError) as exc:
+            self._disable(f"cannot write {self.path}: {exc}")
+
+    def _set_aside(self) -> None:
+        """64 KiB to free when the disk fills up, so the event that says so can still be written."""
+        path = events.reserve_file(self.run_dir, self.rank)
+        try:
+            with open(path, "wb") as fh:
+                fh.write(b"\0" * RESERVE_BYTES)
+            self._reserve = path
+        except OSError:
+            self._reserve = None  # no room even now: a full disk will go unrecorded
+
+    def _record_disk_full(self, exc: OSError) -> None:
+        if self._reserve is None or self._fd is None:
+            return
+        try:
+            self._reserve.unlink()
+            self._reserve = None
+            event = {"t": time.time(), "rank": self.rank, "kind": "watchdog_error", "where": "write",
+                     "error": str(exc)[:300], "disk_full": True, "step": self.last_step}
+            os.write(self._fd, b"\n" + events.dumps_event(event))  # "\n" ends a line cut by the short write
+        except OSError:
+            return
 
     def phase(self, name: str, step: int | None = None) -> None:
         """Mark what the main thread is about to do ('data', 'forward', 'collective', 'save', …)."""
@@ -339,8 +374,13 @@ class Watchdog:
     def _disable(self, why: str) -> None:
         if self.enabled:
             self.enabled = False
+            if self._reserve is not None:
+                self._reserve.unlink(missing_ok=True)
+                self._reserve = None
             print(f"msdoctor watchdog (rank {self.rank}) disabled: {why}", file=sys.stderr)
 
+
+RESERVE_BYTES = 64 * 1024
 
 # the environment that sets a rank's collective time-out (see msdoctor.facts.run.collective_timeout)
 COMM_ENV = ("MS_CPU_COMM_OP_TIMEOUT", "MS_NODE_TIMEOUT", "HCCL_EXEC_TIMEOUT", "HCCL_CONNECT_TIMEOUT")
