@@ -278,10 +278,15 @@ def _summary(run: Path, world: int) -> dict[str, Any]:
 
 
 def _findings(run: Path) -> list[Any]:
-    # findings.jsonl keeps every update and retraction; the current list is the latest per rule × rank.
-    from msdoctor.watch.report import live_findings
+    # the closing verdict, as `msdoctor report RUN` gives it (what the supervisor named, kept); read
+    # from the events, not only from findings.jsonl, which a full disk may have left unwritten
+    from msdoctor.errors import InputError
+    from msdoctor.watch.report import diagnose_dir, live_findings
 
-    return live_findings(run)
+    try:
+        return diagnose_dir(run).findings
+    except InputError:
+        return live_findings(run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -62,3 +62,12 @@ def test_a_full_disk_is_recorded_and_reported_not_called_a_hang_or_a_crash(tmp_p
 def test_no_full_disk_no_finding(tmp_path, monkeypatch):
     make_run(tmp_path, monkeypatch, full=False)
     assert [f.rule for f in diagnose_dir(tmp_path).findings] == []
+
+
+def test_train_shows_the_verdict_even_when_findings_jsonl_was_never_written(finished_run):
+    # Before: `msdoctor train` read its findings back from findings.jsonl only — none on a full disk.
+    from msdoctor.commands.train import _findings
+
+    run = finished_run("nan")
+    assert not (run / rundir.FINDINGS_FILE).exists()
+    assert [(f.rule, f.rank) for f in _findings(run)] == [("NUM201", 1)]
