@@ -346,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
 
     with open(run_dir / "msrun.log", "wb") as console_log:
         # under msdoctor.watch.reaper: if this process dies (even by SIGKILL) msrun and its ranks go too
-        guarded = [sys.executable, "-m", "msdoctor.watch.reaper", str(os.getpid()), "--", *cmd]
+        guarded = [sys.executable, "-m", "msdoctor.watch.reaper", str(os.getpid()), "--run-dir", str(run_dir), "--", *cmd]
         proc = subprocess.Popen(guarded, stdout=console_log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
                                 start_new_session=True)
         tracker = _ChildTracker(proc.pid)

@@ -6,6 +6,7 @@ msrun starts each worker in its own process group, so nothing tied them to the s
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -29,8 +30,8 @@ LAUNCHER = textwrap.dedent("""
 # the supervisor: starts the launcher under the reaper, as msdoctor train does, then waits
 SUPERVISOR = textwrap.dedent("""
     import os, subprocess, sys
-    proc = subprocess.Popen([sys.executable, "-m", "msdoctor.watch.reaper", str(os.getpid()), "--",
-                             sys.executable, "-c", sys.argv[1], sys.argv[2]], start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-m", "msdoctor.watch.reaper", str(os.getpid()), "--run-dir", sys.argv[3],
+                             "--", sys.executable, "-c", sys.argv[1], sys.argv[2]], start_new_session=True)
     print(proc.pid, flush=True)
     proc.wait()
 """)
@@ -56,7 +57,8 @@ def _wait_gone(pids: list[int], timeout: float = 20) -> list[int]:
 
 def test_sigkill_of_the_supervisor_ends_launcher_and_ranks(tmp_path):
     pidfile = tmp_path / "workers"
-    sup = subprocess.Popen([sys.executable, "-c", SUPERVISOR, LAUNCHER, str(pidfile)], cwd=ROOT,
+    (tmp_path / "run.json").write_text('{"status": "running"}')
+    sup = subprocess.Popen([sys.executable, "-c", SUPERVISOR, LAUNCHER, str(pidfile), str(tmp_path)], cwd=ROOT,
                            stdout=subprocess.PIPE, text=True)
     workers: list[int] = []
     try:
@@ -69,6 +71,10 @@ def test_sigkill_of_the_supervisor_ends_launcher_and_ranks(tmp_path):
         sup.send_signal(signal.SIGKILL)
         sup.wait()
         assert _wait_gone([*workers, reaper]) == []
+        # the run directory says what happened: not "running" forever, and the kills were the supervisor's side
+        assert json.loads((tmp_path / "run.json").read_text())["status"] == "supervisor died"
+        state = json.loads((tmp_path / "supervisor.json").read_text())
+        assert state["stopped_by_supervisor"] is True and "died" in state["actions"][-1]
     finally:
         for p in workers:
             try:
