@@ -128,13 +128,44 @@ def dumps_event(event: dict[str, Any]) -> bytes:
     return orjson.dumps(event, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
+def open_append(path: Path) -> int:
+    """An fd to append to a regular file (created if absent). A FIFO, device, directory or symlink
+    there is refused with OSError — never blocked on, never written through."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_NOFOLLOW
+                 | getattr(os, "O_CLOEXEC", 0), 0o644)  # fmt: skip
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, f"{path}: not a regular file; not written")
+    return fd
+
+
 def append(path: Path, event: dict[str, Any]) -> None:
     """Append one event with a single write() so lines of concurrent writers never interleave."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    append_bytes(path, dumps_event(event))
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    fd = open_append(path)
     try:
-        os.write(fd, dumps_event(event))
+        os.write(fd, data)
     finally:
         os.close(fd)
+
+
+def write_replace(path: Path, data: bytes) -> None:
+    """Write a whole file by a temporary file renamed over ``path`` (whatever ``path`` was: a symlink
+    or FIFO there is replaced as a name, never written through or blocked on)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # -- safe reading ---------------------------------------------------------------------------------

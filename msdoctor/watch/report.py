@@ -140,9 +140,7 @@ def write_closing_report(run_dir: Path) -> str | None:
     try:
         payload = closing_report(run_dir)
         data = orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
-        tmp = run_dir / (REPORT_FILE + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(run_dir / REPORT_FILE)
+        rundir.write_replace(run_dir / REPORT_FILE, data)
     except (InputError, OSError) as exc:
         return str(exc)
     return None

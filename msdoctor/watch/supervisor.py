@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -27,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from msdoctor import rundir
 from msdoctor.engine.catalogue import Rule
 from msdoctor.engine.evaluate import run_checks
 from msdoctor.engine.model import Finding, NotEvaluated, sort_findings
@@ -171,7 +173,7 @@ class Supervisor:
             "hook_errors": self.hook_errors,
         }
         try:
-            (self.run_dir / SUPERVISOR_FILE).write_bytes(orjson.dumps(state, option=orjson.OPT_INDENT_2))
+            rundir.write_replace(self.run_dir / SUPERVISOR_FILE, orjson.dumps(state, option=orjson.OPT_INDENT_2))
         except OSError as exc:
             print(f"msdoctor supervisor: cannot write {self.run_dir / SUPERVISOR_FILE}: {exc}", file=sys.stderr)
 
@@ -249,8 +251,8 @@ class Supervisor:
         if not self.write:
             return
         try:
-            with open(self.run_dir / FINDINGS_FILE, "ab") as fh:
-                fh.write(orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+            rundir.append_bytes(self.run_dir / FINDINGS_FILE,
+                                orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
         except OSError as exc:
             if self.write_error is None:
                 self.write_error = f"cannot write {self.run_dir / FINDINGS_FILE}: {exc}"
@@ -333,7 +335,11 @@ def _take_lock(run_dir: Path) -> int | None:
     path = run_dir / LOCK_FILE
     for _ in range(3):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+                         0o644)  # fmt: skip
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise OSError(f"{path} is not a regular file")
         except OSError as exc:
             print(f"msdoctor supervisor: cannot lock {path}: {exc}", file=sys.stderr)
             return None

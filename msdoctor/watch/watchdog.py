@@ -113,7 +113,7 @@ class Watchdog:
             return self
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._fd = events.open_append(self.path)  # a FIFO there is refused, never blocked on
             self._set_aside()
             self._stack_fh = open(events.stack_file(self.run_dir, self.rank), "a")  # noqa: SIM115 - lives until close()
             # SIGUSR1 from the supervisor dumps every thread; a fatal signal (segfault) dumps too.

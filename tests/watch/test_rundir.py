@@ -93,3 +93,30 @@ def test_rundir_imports_no_mindspore_and_no_msdoctor_layer_above():
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_writers_never_block_on_a_fifo_or_write_through_a_symlink(tmp_path, capsys):
+    from msdoctor.engine.model import Finding, Severity
+    from msdoctor.watch.supervisor import SuperviseOptions, Supervisor, _take_lock
+    from msdoctor.watch.watchdog import Watchdog
+
+    run = tmp_path / "run"
+    (run / "events").mkdir(parents=True)
+    os.mkfifo(rundir.rank_file(run, 0))  # opening a FIFO for writing would wait for a reader forever
+    wd = Watchdog(run, 0, heartbeat_s=60).start()
+    wd.step(1, loss=1.0)  # training goes on
+    wd.close()
+    assert not wd.enabled and "disabled" in capsys.readouterr().err  # ENXIO: refused, not waited on
+
+    os.mkfifo(run / rundir.FINDINGS_FILE)
+    target = tmp_path / "elsewhere.json"
+    target.write_text("{}")
+    os.symlink(target, run / rundir.SUPERVISOR_FILE)
+    sup = Supervisor(run, SuperviseOptions())
+    f = Finding(rule="NUM201", severity=Severity.ERROR, title="t", message="m", cause="c", fix="f", rank=0)
+    sup._record(("NUM201", 0), f, 1.0, force=True)
+    assert sup.write_error and "findings.jsonl" in sup.write_error  # refused (ENXIO), not waited on
+    sup.flush()
+    assert target.read_text() == "{}"  # replaced as a name, not written through
+    os.mkfifo(run / rundir.LOCK_FILE)
+    assert _take_lock(run) is None
