@@ -82,7 +82,8 @@ def diagnose(facts: Facts, live: Mapping[FindingKey, Mapping[str, Any]] | None =
         not_evaluated=not_evaluated,
         timeline=timeline(findings),
         root_cause=root_cause(findings),
-        ranks=ranks_summary(facts.get_known("run.ranks") or {}),
+        ranks=ranks_summary(facts.get_known("run.ranks") or {},
+                            stopped=bool((facts.get_known("run.job") or {}).get("stopped_by_supervisor"))),
         skipped=bad,
     )
 
@@ -145,8 +146,9 @@ def root_cause(findings: list[Finding]) -> RootCause:
 HANG_RULE = "COMM201"
 
 
-def ranks_summary(ranks: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per rank from ``run.ranks``: status (ok / failed / running / vanished / unknown), last step."""
+def ranks_summary(ranks: Mapping[str, Mapping[str, Any]], stopped: bool = False) -> list[dict[str, Any]]:
+    """One row per rank from ``run.ranks``: status (ok / failed / running / vanished / stopped — by the
+    supervisor — / unknown), last step."""
     out = []
     for k, r in sorted(ranks.items(), key=lambda kv: int(kv[0])):
         if r.get("ended") is not None:
@@ -154,7 +156,7 @@ def ranks_summary(ranks: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]
         elif r.get("alive"):
             status = "running"
         elif r.get("alive") is False:
-            status = "vanished"
+            status = "stopped" if stopped else "vanished"
         else:
             status = "unknown"
         out.append({"rank": int(k), "status": status, "last_step": r.get("last_step"), "phase": r.get("phase")})

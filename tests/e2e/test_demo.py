@@ -45,6 +45,7 @@ def test_make_demo_report_names_the_hung_rank(tmp_path):
     assert text.rc == 1, (text.out, text.err)
     assert "COMM201" in text.out and "no findings" not in text.out
     assert re.search(r"root cause.*COMM201 on rank 1", text.out), text.out
+    assert "ranks: 0 stopped" in text.out and "1 stopped" in text.out  # by the supervisor, not vanished
 
     rep = run_cli("report", str(run), "--json").json()
     assert (rep["root_cause"]["rule"], rep["root_cause"]["rank"]) == ("COMM201", 1)
