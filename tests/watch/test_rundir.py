@@ -120,3 +120,20 @@ def test_writers_never_block_on_a_fifo_or_write_through_a_symlink(tmp_path, caps
     assert target.read_text() == "{}"  # replaced as a name, not written through
     os.mkfifo(run / rundir.LOCK_FILE)
     assert _take_lock(run) is None
+
+
+def test_layers_point_down():
+    # the closing report never builds a supervisor; facts, checks and the TUI state read the run
+    # directory through rundir, not through watch (which also runs inside the ranks)
+    code = (
+        "import sys\n"
+        "import msdoctor.watch.report\n"
+        "assert 'msdoctor.watch.supervisor' not in sys.modules, 'report imports the supervisor'\n"
+        "import msdoctor.facts.run, msdoctor.checks.run_hang, msdoctor.checks.run_faults, msdoctor.checks.run_numerics\n"
+        "import msdoctor.checks.run_replicas, msdoctor.checks.run_throughput, msdoctor.tui.state\n"
+        "for m in ('msdoctor.facts.run', 'msdoctor.checks.run_common', 'msdoctor.tui.state', 'msdoctor.watch.diagnosis'):\n"
+        "    src = open(sys.modules[m].__file__).read()\n"
+        "    assert 'from msdoctor.watch import' not in src and 'msdoctor.watch.watchdog' not in src, m\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
