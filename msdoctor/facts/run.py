@@ -276,6 +276,7 @@ class RunCollector:
         self.stopped_by_supervisor = False
         self.last_ranks: dict[str, dict[str, Any]] = {}  # run.ranks of the newest snapshot
         self.hostname = socket.gethostname()
+        self._launcher_seen: tuple[int, dict[str, Any] | None] | None = None
 
     def poll(self) -> int:
         """Read new complete lines of every rank file; returns the number of events read."""
@@ -293,6 +294,16 @@ class RunCollector:
                     self.world = max(self.world or 0, ev["world"])
             n += len(evs)
         return n
+
+    def _launcher(self) -> dict[str, Any] | None:
+        """launcher_verdict, re-read only when msrun's console grew (it is polled every 0.5 s)."""
+        try:
+            size = os.stat(self.run_dir / rundir.LAUNCHER_LOG).st_size
+        except OSError:
+            size = -1
+        if self._launcher_seen is None or self._launcher_seen[0] != size:
+            self._launcher_seen = (size, launcher_verdict(self.run_dir) if size > 0 else None)
+        return self._launcher_seen[1]
 
     @property
     def skipped(self) -> int:
@@ -375,7 +386,7 @@ class RunCollector:
             facts.unknown("run.disk", f"statvfs({self.run_dir}) failed", "statvfs")
         else:
             facts.set("run.disk", disk, "statvfs")
-        launcher = launcher_verdict(self.run_dir)
+        launcher = self._launcher()
         if launcher is None:
             facts.unknown("run.launcher", f"no failed worker in {self.run_dir / rundir.LAUNCHER_LOG}", "msrun")
         else:
