@@ -277,6 +277,7 @@ class RunCollector:
         self.last_ranks: dict[str, dict[str, Any]] = {}  # run.ranks of the newest snapshot
         self.hostname = socket.gethostname()
         self._launcher_seen: tuple[int, dict[str, Any] | None] | None = None
+        self.events_read: dict[int, int] = {}  # events read per rank (coverage)
 
     def poll(self) -> int:
         """Read new complete lines of every rank file; returns the number of events read."""
@@ -293,6 +294,7 @@ class RunCollector:
                 if ev.get("kind") == "start" and isinstance(ev.get("world"), int):
                     self.world = max(self.world or 0, ev["world"])
             n += len(evs)
+            self.events_read[rank] = self.events_read.get(rank, 0) + len(evs)
         return n
 
     def _launcher(self) -> dict[str, Any] | None:

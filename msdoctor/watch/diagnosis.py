@@ -34,6 +34,7 @@ class Diagnosis:
     root_cause: RootCause
     ranks: list[dict[str, Any]]
     skipped: list[str] = field(default_factory=list)
+    coverage: dict[str, Any] = field(default_factory=dict)  # what was read (set by the reader)
 
     def extra(self, run_dir: str) -> dict[str, Any]:
         """What a report adds to the findings (JSON): ranks, first anomaly per rank, root cause, skipped."""
@@ -43,6 +44,7 @@ class Diagnosis:
             "timeline": self.timeline,
             "root_cause": self.root_cause.to_dict(),
             "skipped": self.skipped,
+            "coverage": self.coverage,
         }
 
 

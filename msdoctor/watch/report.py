@@ -97,6 +97,15 @@ def load(run_dir: Path) -> tuple[Diagnosis, RunCollector]:
         skipped.append(f"{run_dir / FINDINGS_FILE}: {fold.skipped} unreadable line(s) skipped")
     diag = diagnose(col.facts(), fold.latest)
     diag.skipped = skipped + coverage(col) + [f"{run_dir / FINDINGS_FILE}: {b}" for b in diag.skipped]
+    diag.coverage = {
+        "event_files": len(col.tails),
+        "events": sum(col.events_read.values()),
+        "events_per_rank": {str(r): n for r, n in sorted(col.events_read.items())},
+        "unreadable_lines": col.skipped,
+        "bytes_cut": sum(t.pending()[0] for t in col.tails.values()),
+        "unread_files": [t.problem for t in col.tails.values() if t.problem],
+        "supervisor_findings": len(fold.latest),
+    }
     return diag, col
 
 
@@ -120,6 +129,12 @@ def render_extra(out: Any, report: dict[str, Any]) -> None:
     if rc and rc.get("determined") and rc.get("rule"):
         where = f"rank {rc['rank']}" if rc["rank"] is not None else "all ranks"
         out.print(f"[bold]root cause[/]: {rc['rule']} on {where} at step {rc['step']}: {escape(rc['message'])}")
+    cov = report.get("coverage")
+    if cov:
+        unread = f", {len(cov['unread_files'])} file(s) not read" if cov.get("unread_files") else ""
+        out.print(f"[dim]read: {cov['events']} event(s) from {cov['event_files']} event file(s), "
+                  f"{cov['unreadable_lines']} unreadable line(s), {cov['bytes_cut']} byte(s) cut{unread}; "
+                  f"{cov['supervisor_findings']} finding(s) named by the supervisor[/]")  # fmt: skip
     for s in report.get("skipped", []):
         out.print(f"[dim]skipped: {escape(s)}[/]")
 

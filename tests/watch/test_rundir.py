@@ -137,3 +137,15 @@ def test_layers_point_down():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_report_states_what_it_read(tmp_path):
+    run = _run_with_rank0(tmp_path)
+    with open(run / "events" / "rank_0.jsonl", "ab") as fh:
+        fh.write(b"not json\n" + b'{"t": 3.0, "rank": 0, "kind": "step", "step": 2, "lo')
+    r = run_cli("report", str(run), "--json")
+    cov = r.json()["coverage"]
+    assert (cov["events"], cov["event_files"], cov["unreadable_lines"]) == (2, 1, 1)
+    assert cov["bytes_cut"] == len(b'{"t": 3.0, "rank": 0, "kind": "step", "step": 2, "lo')
+    text = run_cli("report", str(run)).out
+    assert "read: 2 event(s) from 1 event file(s), 1 unreadable line(s)" in text
