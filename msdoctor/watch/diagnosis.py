@@ -55,8 +55,9 @@ def live_rules() -> list[Rule]:
 def merge(post: list[Finding], live: Mapping[FindingKey, Mapping[str, Any]]) -> tuple[list[Finding], list[str]]:
     """The post-mortem findings, with every finding the supervisor named kept as it named it.
 
-    A rule the supervisor named is taken from ``live`` whole (its post-mortem re-judgement is
-    dropped); the others come from the post-mortem pass. Returns (findings, malformed live keys).
+    A rule the supervisor named is taken from ``live`` (its post-mortem re-judgement never replaces a
+    rank named live; it only adds ranks when it names every live one too); the other rules come from
+    the post-mortem pass. Returns (findings, malformed live keys).
     """
     out: dict[FindingKey, Finding] = {}
     bad: list[str] = []
@@ -66,8 +67,15 @@ def merge(post: list[Finding], live: Mapping[FindingKey, Mapping[str, Any]]) -> 
         except (KeyError, ValueError, TypeError, AttributeError):
             bad.append(f"finding {key} malformed, skipped")
     named = {k[0] for k in out}
+    post_keys = {(f.rule, f.rank) for f in post}
     for f in post:
         if f.rule not in named:
+            out.setdefault((f.rule, f.rank), f)
+            continue
+        # a rule the supervisor named: the post-mortem pass may add ranks (a peer's exception that came
+        # after the supervisor's last poll) when it agrees with every rank named live — never replace them
+        live_keys = {k for k in out if k[0] == f.rule}
+        if f.rank is not None and live_keys <= post_keys:
             out.setdefault((f.rule, f.rank), f)
     return sort_findings(list(out.values())), bad
 

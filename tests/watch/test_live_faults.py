@@ -217,3 +217,15 @@ def test_a_crash_is_blamed_on_the_rank_msrun_saw_fail_first(tmp_path):
     crash = [f for f in diagnose_dir(tmp_path).findings if f.rule == "COMM202"]
     assert [(f.rank, f.step) for f in crash] == [(1, 5)]
     assert "exited with code 1" in crash[0].message and "msrun saw it fail first" in crash[0].message
+
+
+def test_merge_keeps_live_ranks_and_adds_only_agreeing_post_mortem_ones():
+    from msdoctor.watch.diagnosis import merge
+
+    live = {("COMM201", 1): _finding("COMM201", 1, 3.1).to_dict(), ("COMM203", 1): _finding("COMM203", 1, 5.0).to_dict()}
+    post = [_finding("COMM201", None, 3.1), _finding("COMM201", 0, 3.0),  # disagrees: rank 1 not named
+            _finding("COMM203", 1, 5.0), _finding("COMM203", 0, 9.0),  # agrees, adds the peer's exception
+            _finding("NUM201", 0, 2.0)]  # a rule the supervisor never named
+    got, bad = merge(post, live)
+    assert sorted((f.rule, f.rank) for f in got) == [("COMM201", 1), ("COMM203", 0), ("COMM203", 1), ("NUM201", 0)]
+    assert bad == []
