@@ -16,7 +16,7 @@ Facts (all keyed by rank as a string, because JSON object keys are strings):
 * ``run.series`` — {rank: {column: [..]}} per step: step, t, loss, grad_norm, loss_scale, overflow,
   step_time, data_wait, rss, device_mem, sync (seconds in the phases that wait for the other ranks)
 * ``run.checksums`` — {rank: {step: {param: [sum, sum of squares]}}} (the first 32 and newest 4 steps)
-* ``run.exceptions`` — {rank: [{step, t, type, message, traceback}]}
+* ``run.exceptions`` — {rank: [{step, t, phase, source (the hook that recorded it), type, message, traceback}]}
 * ``run.stacks`` — {rank: {t, frames: ["file:line func", …] of the main thread, innermost first}}
 * ``run.host_mem`` — {total, available} bytes of the collector's host
 * ``run.job`` — {running, stopped_by_supervisor} as the supervisor knows it
@@ -128,6 +128,7 @@ class RankState:
                     "step": step,
                     "t": t,
                     "phase": ev.get("phase"),
+                    "source": str(ev["source"])[:100] if isinstance(ev.get("source"), str) else None,
                     "type": str(ev.get("type", "")),
                     "message": str(ev.get("message", ""))[:4000],
                     "traceback": str(ev.get("traceback", ""))[-4000:],
