@@ -107,7 +107,9 @@ def exception_raised(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
         head = f"{e.get('type')}: {str(e.get('message', '')).strip().splitlines()[0] if e.get('message') else ''}"
         text = f"{e.get('type')}: {e.get('message', '')}\n{e.get('traceback', '')}"
         cls = classify(text)
-        ev = [Evidence(head[:400] + (f" (recorded by {e['source']})" if e.get("source") else ""), fact="run.exceptions")]
+        ev = [Evidence(head[:400], fact="run.exceptions")]
+        if e.get("source"):
+            ev.append(Evidence(f"rank {k}: the exception was recorded by {e['source']}", fact="run.exceptions"))
         data: dict[str, Any] = {"t": num(e.get("t")), "type": e.get("type")}
         msg = f"rank {k} raised {head[:200]} at step {e.get('step')}"
         if cls is not None:
