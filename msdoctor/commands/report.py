@@ -16,18 +16,16 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from msdoctor.watch.report import diagnose_dir, report_extra
+    from msdoctor.watch.report import diagnose_dir, render_extra
 
-    sup, findings, not_evaluated, skipped = diagnose_dir(args.run_dir)
-    extra = report_extra(args.run_dir, sup, findings, skipped)
-    for s in skipped:
+    diag = diagnose_dir(args.run_dir)
+    extra = diag.extra(str(args.run_dir))
+    for s in diag.skipped:
         print(f"msdoctor report: skipped: {s}", file=sys.stderr)
     if args.json:
-        print_json(json_payload("report", findings, not_evaluated, **extra))
+        print_json(json_payload("report", diag.findings, diag.not_evaluated, **extra))
     else:
-        from msdoctor.watch.report import render_extra
-
         out = console()
-        render_findings(findings, not_evaluated, out=out, verbose=args.verbose)
+        render_findings(diag.findings, diag.not_evaluated, out=out, verbose=args.verbose)
         render_extra(out, extra)
-    return int(exit_code(findings))
+    return int(exit_code(diag.findings))

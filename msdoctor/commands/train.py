@@ -256,7 +256,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float | None, started: float) 
 
 
 def _summary(run: Path, world: int) -> dict[str, Any]:
-    from msdoctor.watch import events
+    from msdoctor import rundir as events
 
     ranks: dict[int, dict[str, Any]] = {}
     for ev in events.read_all(run):
@@ -278,10 +278,15 @@ def _summary(run: Path, world: int) -> dict[str, Any]:
 
 
 def _findings(run: Path) -> list[Any]:
-    # findings.jsonl keeps every update and retraction; the current list is the latest per rule × rank.
-    from msdoctor.watch.report import live_findings
+    # the closing verdict, as `msdoctor report RUN` gives it (what the supervisor named, kept); read
+    # from the events, not only from findings.jsonl, which a full disk may have left unwritten
+    from msdoctor.errors import InputError
+    from msdoctor.watch.report import diagnose_dir, live_findings
 
-    return live_findings(run)
+    try:
+        return diagnose_dir(run).findings
+    except InputError:
+        return live_findings(run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -340,7 +345,9 @@ def run(args: argparse.Namespace) -> int:
     from msdoctor.watch.supervisor import SuperviseOptions, supervise
 
     with open(run_dir / "msrun.log", "wb") as console_log:
-        proc = subprocess.Popen(cmd, stdout=console_log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
+        # under msdoctor.watch.reaper: if this process dies (even by SIGKILL) msrun and its ranks go too
+        guarded = [sys.executable, "-m", "msdoctor.watch.reaper", str(os.getpid()), "--run-dir", str(run_dir), "--", *cmd]
+        proc = subprocess.Popen(guarded, stdout=console_log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
                                 start_new_session=True)
         tracker = _ChildTracker(proc.pid)
         started = time.monotonic()

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from msdoctor.watch import events
+from msdoctor import rundir as events
+from msdoctor.rundir import FINDINGS_FILE
 
-FINDINGS_FILE = "findings.jsonl"
 SILENT_AFTER_S = 10.0  # heartbeats come every second; ten missed ones are not a slow disk
 
 

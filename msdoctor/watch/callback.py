@@ -34,6 +34,12 @@ class WatchdogCallback(Callback):  # type: ignore[misc]
         if wd.device_mem is None:
             wd.device_mem = _device_mem
 
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # Model.train enters every callback as a context manager: an exception raised anywhere in
+        # the loop — by another callback too (LossMonitor's "Invalid loss" on a NaN) — reaches here
+        if exc is not None and isinstance(exc, Exception):
+            self.wd.exception(exc, source="Model.train")
+
     def on_train_begin(self, run_context: Any) -> None:
         if self.wd._fd is None and self.wd.enabled:
             self.wd.start()

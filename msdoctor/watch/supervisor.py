@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -27,14 +28,16 @@ from typing import Any
 
 import orjson
 
-from msdoctor.engine.catalogue import Rule, load_catalogue
+from msdoctor import rundir
+from msdoctor.engine.catalogue import Rule
 from msdoctor.engine.evaluate import run_checks
 from msdoctor.engine.model import Finding, NotEvaluated, sort_findings
-from msdoctor.facts.run import SUPERVISOR_FILE, RunCollector
-from msdoctor.watch.watchdog import STACK_SIGNAL
+from msdoctor.facts.run import RunCollector
+from msdoctor.rundir import FINDINGS_FILE, LOCK_FILE, STACK_SIGNAL, SUPERVISOR_FILE
+from msdoctor.watch.diagnosis import HANG_RULE, live_rules
 
-FINDINGS_FILE = "findings.jsonl"
-HANG_RULE = "COMM201"
+__all__ = ["FINDINGS_FILE", "HANG_RULE", "LOCK_FILE", "SuperviseOptions", "Supervisor", "all_done",
+           "supervise"]
 # evaluated at every poll: a hang, a death, an exception, the first NaN must be named within seconds;
 # the rules that scan whole series (spikes, stragglers, memory slope…) run every ``series_every_s``
 
@@ -64,7 +67,7 @@ class Supervisor:
     ) -> None:
         self.run_dir = Path(run_dir)
         self.opts = opts or SuperviseOptions()
-        self.rules = rules if rules is not None else load_catalogue().select(source="run", kind="check")
+        self.rules = rules if rules is not None else live_rules()
         self.collector = RunCollector(self.run_dir)
         self.findings: dict[tuple[str, int | None], Finding] = {}
         self.not_evaluated: list[NotEvaluated] = []
@@ -102,6 +105,8 @@ class Supervisor:
             if key in seen:  # one finding per rule × rank per round
                 continue
             seen.add(key)
+            if f.rank is None and any(k[0] == f.rule and k[1] is not None for k in self._announced):
+                continue  # the rule named a rank before: that culprit stands (see the retraction below)
             self.findings[key] = f
             if self._undecided(f):
                 continue  # announced once the stacks that may name the culprit had their chance
@@ -114,7 +119,9 @@ class Supervisor:
             self._record(key, f, t, force=first)
         # a rule that now names other ranks than before supersedes its older findings (e.g. the first
         # NaN rank, once the peers' events of that step are in): retract them
-        fired = {k[0] for k in seen}
+        # A round that names no rank never supersedes one that did: a culprit stays the culprit when
+        # its peers later stop too (their own collective time-out, the kill) and nobody is behind
+        fired = {k[0] for k in seen if k[1] is not None}
         for key in [k for k in self.findings if k[0] in fired and k not in seen]:
             old_f = self.findings.pop(key)
             if key in self._announced:
@@ -165,7 +172,7 @@ class Supervisor:
             "hook_errors": self.hook_errors,
         }
         try:
-            (self.run_dir / SUPERVISOR_FILE).write_bytes(orjson.dumps(state, option=orjson.OPT_INDENT_2))
+            rundir.write_replace(self.run_dir / SUPERVISOR_FILE, orjson.dumps(state, option=orjson.OPT_INDENT_2))
         except OSError as exc:
             print(f"msdoctor supervisor: cannot write {self.run_dir / SUPERVISOR_FILE}: {exc}", file=sys.stderr)
 
@@ -243,8 +250,8 @@ class Supervisor:
         if not self.write:
             return
         try:
-            with open(self.run_dir / FINDINGS_FILE, "ab") as fh:
-                fh.write(orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+            rundir.append_bytes(self.run_dir / FINDINGS_FILE,
+                                orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
         except OSError as exc:
             if self.write_error is None:
                 self.write_error = f"cannot write {self.run_dir / FINDINGS_FILE}: {exc}"
@@ -254,18 +261,7 @@ class Supervisor:
         payload = orjson.dumps(f.to_dict(), option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
 
         def run() -> None:
-            try:
-                res = subprocess.run(
-                    self.opts.on_finding or "",
-                    shell=True,  # the user's own command line, pipes and all
-                    input=payload,
-                    capture_output=True,
-                    timeout=self.opts.hook_timeout_s,
-                    check=False,
-                )
-                err = None if res.returncode == 0 else f"exit {res.returncode}: {res.stderr.decode(errors='replace').strip()[:200]}"
-            except (OSError, subprocess.SubprocessError) as exc:
-                err = str(exc)
+            err = _run_in_group(self.opts.on_finding or "", payload, self.opts.hook_timeout_s)
             if err is not None:
                 msg = f"--on-finding hook failed for {f.rule} (rank {f.rank}): {err}"
                 self.hook_errors.append(msg)
@@ -274,6 +270,35 @@ class Supervisor:
         th = threading.Thread(target=run, name="msdoctor-on-finding", daemon=True)
         th.start()
         self._hooks.append(th)
+
+
+def _run_in_group(cmd: str, payload: bytes, timeout: float) -> str | None:
+    """Run the user's hook in its own process group; past ``timeout`` the whole group is killed (a
+    hook's children included). Returns why it failed, or None."""
+    try:
+        proc = subprocess.Popen(cmd, shell=True,  # the user's own command line, pipes and all
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)  # fmt: skip
+    except OSError as exc:
+        return str(exc)
+    try:
+        _, err = proc.communicate(payload, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            proc.communicate(timeout=5)
+        except (subprocess.TimeoutExpired, OSError, ValueError):
+            pass
+        return f"timed out after {timeout:g} s; killed its process group {proc.pid}"
+    except OSError as exc:  # e.g. the hook closed stdin early (BrokenPipe)
+        proc.wait()
+        return None if proc.returncode == 0 else str(exc)
+    if proc.returncode == 0:
+        return None
+    return f"exit {proc.returncode}: {err.decode(errors='replace').strip()[:200]}"
 
 
 def _status(code: int | None) -> int:
@@ -298,36 +323,77 @@ def supervise(
         return _supervise(sup, proc, world, opts)
     finally:
         if lock is not None:
-            lock.unlink(missing_ok=True)
+            _release_lock(Path(run_dir), lock)
 
 
-LOCK_FILE = ".supervisor.pid"
+def _take_lock(run_dir: Path) -> int | None:
+    """One writer of findings.jsonl per run (an flock on RUN/.supervisor.pid, which the kernel drops
+    when its holder dies, however it dies); None when another live supervisor holds the run."""
+    import fcntl
 
-
-def _take_lock(run_dir: Path) -> Path | None:
-    """One writer of findings.jsonl per run: None when a live supervisor already holds the run."""
     path = run_dir / LOCK_FILE
-    for _ in range(2):
+    for _ in range(3):
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            try:
-                pid = int(path.read_text().strip() or "0")
-            except (OSError, ValueError):
-                pid = 0
-            if pid > 0 and _pid_alive(pid):
-                print(f"msdoctor supervisor: supervisor pid {pid} already writes {run_dir / FINDINGS_FILE}; "
-                      "following read-only", file=sys.stderr)
-                return None
-            path.unlink(missing_ok=True)  # stale: its supervisor died
-            continue
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+                         0o644)  # fmt: skip
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise OSError(f"{path} is not a regular file")
         except OSError as exc:
             print(f"msdoctor supervisor: cannot lock {path}: {exc}", file=sys.stderr)
             return None
-        with os.fdopen(fd, "w") as fh:
-            fh.write(str(os.getpid()))
-        return path
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            _say_held(run_dir, _read_pid(path))
+            return None
+        try:  # the file we locked must still be the one at the path (a releasing holder unlinks it)
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except OSError:
+            same = False
+        if not same:
+            os.close(fd)
+            continue
+        pid = _read_pid(path)
+        if pid > 0 and _pid_alive(pid) and not _is_zombie(pid):
+            # a supervisor of an older msdoctor (pid file without flock) still runs
+            os.close(fd)
+            _say_held(run_dir, pid)
+            return None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        return fd
     return None
+
+
+def _release_lock(run_dir: Path, fd: int) -> None:
+    try:
+        (run_dir / LOCK_FILE).unlink(missing_ok=True)  # unlinked while held: a waiter re-checks the inode
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def _say_held(run_dir: Path, pid: int) -> None:
+    print(f"msdoctor supervisor: supervisor pid {pid} already writes {run_dir / FINDINGS_FILE}; "
+          "following read-only", file=sys.stderr)
+
+
+def _read_pid(path: Path) -> int:
+    try:
+        return int(path.read_text()[:20].strip() or "0")
+    except (OSError, ValueError):
+        return 0
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        import psutil
+
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except Exception:  # no psutil / gone: not a live holder either way
+        return False
 
 
 def _pid_alive(pid: int) -> bool:
@@ -350,7 +416,7 @@ def _supervise(sup: Supervisor, proc: subprocess.Popen[bytes] | None, world: int
         if proc is not None and not running:
             code = proc.returncode
             break
-        if proc is None and _all_done(sup, world):
+        if proc is None and all_done(sup, world):
             code = 0
             break
         if opts.stop_on_hang and sup.hang_ready_to_stop():
@@ -375,7 +441,8 @@ def _supervise(sup: Supervisor, proc: subprocess.Popen[bytes] | None, world: int
     return code if code == 124 else _status(code)
 
 
-def _all_done(sup: Supervisor, world: int) -> bool:
+def all_done(sup: Supervisor, world: int) -> bool:
+    """Every rank that should run has started and since ended or vanished."""
     ranks = sup.collector.ranks
     if not ranks or len(ranks) < world:
         return False

@@ -10,10 +10,9 @@ Cost per step: one ``os.write`` of one JSON line to a file descriptor kept open,
 
 from __future__ import annotations
 
+import errno
 import faulthandler
-import math
 import os
-import signal
 import socket
 import sys
 import threading
@@ -23,9 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from msdoctor.watch import events
-
-STACK_SIGNAL = signal.SIGUSR1
+from msdoctor import rundir as events
+from msdoctor.rundir import STACK_SIGNAL as STACK_SIGNAL
+from msdoctor.rundir import encode_number as _finite
+from msdoctor.rundir import number as number  # re-exported: the decoder of the encoding above
 
 # Frames under these path fragments are library code: `where_user` skips them so a rank blocked
 # inside MindSpore's Python wrappers still reports the line of the training script that called in.
@@ -103,6 +103,9 @@ class Watchdog:
         self._phase_times: dict[str, float] = {}
         self._last_step_t: float | None = None
         self._last_progress = time.time()
+        self._reserve: Path | None = None
+        self._seen_exc: list[BaseException] = []  # recorded already (the same one reaches several hooks)
+        self._prev_hooks: tuple[Any, Any] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, config: dict[str, Any] | None = None) -> Watchdog:
@@ -110,7 +113,8 @@ class Watchdog:
             return self
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._fd = events.open_append(self.path)  # a FIFO there is refused, never blocked on
+            self._set_aside()
             self._stack_fh = open(events.stack_file(self.run_dir, self.rank), "a")  # noqa: SIM115 - lives until close()
             # SIGUSR1 from the supervisor dumps every thread; a fatal signal (segfault) dumps too.
             faulthandler.register(STACK_SIGNAL, file=self._stack_fh, all_threads=True, chain=False)
@@ -129,17 +133,64 @@ class Watchdog:
             heartbeat_s=self.heartbeat_s,
             argv=sys.argv,
             config=_plain(config or {}),
+            device_target=_device_target(),
+            comm_env={k: os.environ[k][:64] for k in COMM_ENV if k in os.environ},
         )
         self._last_step_t = time.perf_counter()
+        self._install_hooks()
         self._thread = threading.Thread(target=self._beat, name=f"msdoctor-heartbeat-{self.rank}", daemon=True)
         self._thread.start()
         return self
 
+    def _install_hooks(self) -> None:
+        """Record an exception however it ends the rank: uncaught in the main thread (``sys.excepthook``)
+        or in another thread (``threading.excepthook``), besides ``with wd:``, the trainer's own error
+        path and the Model.train callback (any callback's exception, e.g. LossMonitor's NaN)."""
+        prev_sys, prev_thread = sys.excepthook, threading.excepthook
+        self._prev_hooks = (prev_sys, prev_thread)
+
+        def sys_hook(tp: Any, exc: Any, tb: Any) -> None:
+            try:
+                if isinstance(exc, Exception):
+                    self.exception(exc, source="sys.excepthook")
+                    self.close("failed")
+            finally:
+                prev_sys(tp, exc, tb)
+
+        def thread_hook(args: Any) -> None:
+            try:
+                if isinstance(args.exc_value, Exception):
+                    name = getattr(args.thread, "name", "?")
+                    self.exception(args.exc_value, source=f"threading.excepthook (thread {name})")
+            finally:
+                prev_thread(args)
+
+        sys.excepthook = sys_hook
+        threading.excepthook = thread_hook
+        self._hooks = (sys_hook, thread_hook)
+
+    def _remove_hooks(self) -> None:
+        if self._prev_hooks is None:
+            return
+        mine = getattr(self, "_hooks", (None, None))
+        if sys.excepthook is mine[0]:
+            sys.excepthook = self._prev_hooks[0]
+        if threading.excepthook is mine[1]:
+            threading.excepthook = self._prev_hooks[1]
+        self._prev_hooks = None
+
     def close(self, status: str = "ok") -> None:
+        self._remove_hooks()
         if not self.enabled:
             return
         self._stop.set()
         self.emit("end", step=self.last_step, status=status, watchdog_errors=self.errors)
+        if self._reserve is not None:
+            try:
+                self._reserve.unlink()
+            except OSError:
+                self.errors += 1
+            self._reserve = None
         if self._thread is not None:
             self._thread.join(timeout=2 * self.heartbeat_s)
         self.enabled = False
@@ -181,8 +232,34 @@ class Watchdog:
                 os.write(self._fd, line)
             else:
                 events.append(self.path, event)
-        except (OSError, TypeError, ValueError) as exc:
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                self._record_disk_full(exc)
             self._disable(f"cannot write {self.path}: {exc}")
+        except (TypeError, ValueError) as exc:
+            self._disable(f"cannot write {self.path}: {exc}")
+
+    def _set_aside(self) -> None:
+        """64 KiB to free when the disk fills up, so the event that says so can still be written."""
+        path = events.reserve_file(self.run_dir, self.rank)
+        try:
+            with open(path, "wb") as fh:
+                fh.write(b"\0" * RESERVE_BYTES)
+            self._reserve = path
+        except OSError:
+            self._reserve = None  # no room even now: a full disk will go unrecorded
+
+    def _record_disk_full(self, exc: OSError) -> None:
+        if self._reserve is None or self._fd is None:
+            return
+        try:
+            self._reserve.unlink()
+            self._reserve = None
+            event = {"t": time.time(), "rank": self.rank, "kind": "watchdog_error", "where": "write",
+                     "error": str(exc)[:300], "disk_full": True, "step": self.last_step}
+            os.write(self._fd, b"\n" + events.dumps_event(event))  # "\n" ends a line cut by the short write
+        except OSError:
+            return
 
     def phase(self, name: str, step: int | None = None) -> None:
         """Mark what the main thread is about to do ('data', 'forward', 'collective', 'save', …)."""
@@ -252,10 +329,15 @@ class Watchdog:
             return
         self.emit("checksum", step=step, sums=sums)
 
-    def exception(self, exc: BaseException) -> None:
+    def exception(self, exc: BaseException, source: str | None = None) -> None:
+        """Record an exception (once, however many hooks see it); ``source`` says which hook did."""
+        if any(exc is e for e in self._seen_exc):
+            return
+        self._seen_exc = [*self._seen_exc[-7:], exc]
         try:
             self.emit(
                 "exception",
+                source=source,
                 step=self.phase_step if self.phase_step is not None else self.last_step,  # the step in progress
                 phase=self.phase_name,
                 type=type(exc).__name__,
@@ -292,16 +374,28 @@ class Watchdog:
     def _disable(self, why: str) -> None:
         if self.enabled:
             self.enabled = False
+            if self._reserve is not None:
+                self._reserve.unlink(missing_ok=True)
+                self._reserve = None
             print(f"msdoctor watchdog (rank {self.rank}) disabled: {why}", file=sys.stderr)
 
 
-def _finite(x: float) -> float | str:
-    """JSON has no NaN/Inf (orjson writes null): keep them as the strings 'NaN', 'Infinity', '-Infinity'."""
-    if math.isfinite(x):
-        return x
-    if math.isnan(x):
-        return "NaN"
-    return "Infinity" if x > 0 else "-Infinity"
+RESERVE_BYTES = 64 * 1024
+
+# the environment that sets a rank's collective time-out (see msdoctor.facts.run.collective_timeout)
+COMM_ENV = ("MS_CPU_COMM_OP_TIMEOUT", "MS_NODE_TIMEOUT", "HCCL_EXEC_TIMEOUT", "HCCL_CONNECT_TIMEOUT")
+
+
+def _device_target() -> str | None:
+    """The backend MindSpore runs on, if the script imported and set it already (never imports it)."""
+    ms = sys.modules.get("mindspore")
+    if ms is None:
+        return None
+    try:
+        v = ms.get_context("device_target")
+        return str(v) if v else None
+    except Exception:  # an old or partial MindSpore: unknown
+        return None
 
 
 def _plain(v: Any) -> Any:
@@ -326,17 +420,3 @@ def _plain(v: Any) -> Any:
             except Exception:  # an exotic tensor type: keep its text rather than fail the step
                 return str(v)
     return str(v)
-
-
-def number(v: Any) -> float | None:
-    """Inverse of the encoding above: a metric value from an event as float (None if absent)."""
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)  # 'NaN', 'Infinity', '-Infinity' parse
-        except ValueError:
-            return None
-    return None

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from msdoctor_trainer.inject import parse_inject
 
-from msdoctor.checks.run import classify
+from msdoctor.checks.run_faults import classify
 from tests.conftest import run_cli
 
 DEFAULTS = {

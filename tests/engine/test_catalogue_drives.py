@@ -141,7 +141,7 @@ def test_reusing_a_retired_id_is_an_error() -> None:
 
 def test_every_poll_and_preflight_come_from_the_tomls() -> None:
     c = load_catalogue()
-    assert {r.id for r in c.select(every_poll=True)} == {"COMM201", "COMM202", "COMM203", "NUM201"}
+    assert {r.id for r in c.select(every_poll=True)} == {"COMM201", "COMM202", "COMM203", "NUM201", "ENV201"}
     host = {r.id for r in c.select(preflight_group="host")}
     assert {"MEM101", "MEM102", "DATA101", "DATA102"} <= host
     assert all(r.source == "run" for r in c.select(every_poll=True))

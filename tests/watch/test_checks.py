@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from msdoctor.checks.run import mad, median, theil_sen
+from msdoctor.checks.stats import mad, median, theil_sen
 from msdoctor.watch.report import diagnose_dir, root_cause, timeline
 
 FAULT = 7  # tests/watch/fakeloop.py FAULT_STEP; the faulty rank is 1
@@ -23,9 +23,9 @@ EXPECTED = {
 
 
 def _found(run_dir):
-    _, findings, not_evaluated, skipped = diagnose_dir(run_dir)
-    assert not skipped
-    return findings, not_evaluated
+    diag = diagnose_dir(run_dir)
+    assert not diag.skipped
+    return diag.findings, diag.not_evaluated
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
@@ -56,14 +56,15 @@ def test_root_cause_is_the_classified_exception_not_the_peer_timeout(finished_ru
     assert by_rank[1].data["classified_as"] == "PAR001"  # MatMulExt shape error, catalogue signature
     assert "classified_as" not in by_rank[0].data  # rank 0's barrier timeout matches no signature
     rc = root_cause(findings)
-    assert (rc["rule"], rc["rank"], rc["step"]) == ("COMM203", 1, FAULT)
+    assert (rc.rule, rc.rank, rc.step) == ("COMM203", 1, FAULT)
+    assert [c.rank for c in rc.consequences] == [0]
     assert [(r["rank"], r["rule"]) for r in timeline(findings)] == [(1, "COMM203"), (0, "COMM203")]
 
 
 def test_crash_is_the_root_and_rank0_timeout_follows(finished_run):
     findings, _ = _found(finished_run("crash"))
     rc = root_cause(findings)
-    assert (rc["rule"], rc["rank"], rc["step"]) == ("COMM202", 1, FAULT)
+    assert (rc.rule, rc.rank, rc.step) == ("COMM202", 1, FAULT)
 
 
 def test_robust_statistics():

@@ -36,8 +36,8 @@ def test_garbage_lines_are_skipped_and_reported(cli, finished_run, tmp_path):
     payload = r.json()
     assert [(f["rule"], f["rank"], f["step"]) for f in payload["findings"]] == [("NUM201", 1, 7)]
     assert payload["skipped"] == [
-        f"{run / 'events'}: 3 unreadable event line(s) skipped",
-        f"{run / 'events' / 'rank_1.jsonl'}: incomplete last line (20 bytes) ignored",
+        f"{run / 'events' / 'rank_1.jsonl'}: 3 unreadable event line(s) skipped (3 × an event of unknown kind)",
+        f"{run / 'events' / 'rank_1.jsonl'}: incomplete last line (20 bytes) ignored: an event of unknown kind lost",
     ]
     assert "3 unreadable event line(s)" in r.err
 

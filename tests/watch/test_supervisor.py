@@ -170,7 +170,7 @@ def test_hang_at_the_same_phase_in_user_code_is_ordered_by_the_stacks(tmp_path):
 
 
 def test_stack_behind():
-    from msdoctor.checks.run import stack_behind
+    from msdoctor.checks.run_hang import stack_behind
 
     r0 = ["t.py:59 _sync", "t.py:269 train", "t.py:324 main"]
     r1 = ["t.py:266 train", "t.py:324 main"]
