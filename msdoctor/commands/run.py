@@ -311,7 +311,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"msdoctor run: {' '.join(cmd)}\n  run dir {run_dir}; watching {', '.join(how) or 'the console only'}"
               + ("" if not args.no_inject else "; no bootstrap (--no-inject)"), file=sys.stderr)
 
-    tail = LogTail(dirs, console, started=time.time())
+    launcher = any("msrun" in Path(a).name or "parallel.cluster.run" in a or a.endswith(".sh") for a in cmd[:3])
+    tail = LogTail(dirs, console, started=time.time(), console_rank=0 if world == 1 and not launcher else None)
     extras = Extras(run_dir, tail, stacks=not args.no_stacks)
     printer = None if args.json else _printer
     opts = SuperviseOptions(timeout_s=args.timeout, on_finding=args.on_finding, stop_on_hang=args.stop_on_hang,
@@ -360,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     meta["duration_s"] = round(meta["ended"] - meta["started"], 3)
     _write_json(run_dir / "run.json", meta)
 
-    report = _closing_report(run_dir, tail)
+    report = _closing_report(run_dir, tail, inject=not args.no_inject)
     findings = report["_findings"]
     ranks = _summary(run_dir, world) if any(events_dir.glob("rank_*.jsonl")) else {}
     if not args.no_inject and not ranks:
@@ -383,7 +384,8 @@ def run(args: argparse.Namespace) -> int:
     rc_info = report.get("root_cause")
     if rc_info:
         where = f"rank {rc_info['rank']}" if rc_info.get("rank") is not None else "all ranks"
-        print(f"root cause: {rc_info['rule']} on {where} at step {rc_info.get('step')}: {rc_info['message']}")
+        step = f" at step {rc_info['step']}" if rc_info.get("step") is not None else ""
+        print(f"root cause: {rc_info['rule']} on {where}{step}: {rc_info['message']}")
     for s in report["skipped"]:
         print(f"skipped: {s}", file=sys.stderr)
     print(f"job {meta['status']} (exit {rc}) after {meta['duration_s']:.1f} s; run dir {run_dir}")
@@ -404,7 +406,7 @@ def _printer(f: Any) -> None:
     print(f"msdoctor run: {f.severity.value} {f.rule} ({where}{step}): {f.message}", file=sys.stderr)
 
 
-def _closing_report(run_dir: Path, tail: Any) -> dict[str, Any]:
+def _closing_report(run_dir: Path, tail: Any, inject: bool) -> dict[str, Any]:
     """``RUN/report.json``: the supervisor's closing report plus what only this command saw.
 
     The closing report re-evaluates the live rules over the events; the findings of the log tail and
@@ -422,7 +424,7 @@ def _closing_report(run_dir: Path, tail: Any) -> dict[str, Any]:
         base = [Finding.from_dict(d) for d in payload["findings"]]
     except InErr as exc:
         payload = {"command": "report", "findings": [], "not_evaluated": [], "ranks": [], "skipped": []}
-        skipped.append(str(exc))
+        skipped.append(f"{exc}: findings from the logs only" if not inject else str(exc))
         base = []
     merged = {(f.rule, f.rank): f for f in base}
     for f in live_findings(run_dir):

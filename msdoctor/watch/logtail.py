@@ -84,11 +84,13 @@ class _Agg:
 class LogTail:
     """Tails the log files of one job; :meth:`poll` returns every signature finding so far."""
 
-    def __init__(self, dirs: Sequence[Path], console: Path | None, started: float, catalogue: Any = None) -> None:
+    def __init__(self, dirs: Sequence[Path], console: Path | None, started: float, catalogue: Any = None,
+                 console_rank: int | None = None) -> None:
         from msdoctor.engine.catalogue import load_catalogue
 
         self.dirs = list(dirs)
         self.console = console
+        self.console_rank = console_rank  # a one-process job: its console is rank 0's log
         self.started = started
         self.catalogue = catalogue or load_catalogue()
         self.sigs = SignatureSet(self.catalogue.select(kind="signature"))
@@ -118,7 +120,7 @@ class LogTail:
                     continue
                 self.files[p] = f
         if self.console is not None and self.console not in self.files and self.console.is_file():
-            self.files[self.console] = _File(self.console, None, console=True)
+            self.files[self.console] = _File(self.console, self.console_rank, console=True)
 
     def worker_logs(self) -> list[Path]:
         return [f.path for f in self.files.values() if not f.console]
@@ -172,7 +174,7 @@ class LogTail:
                     a.evidence.append(Evidence(text=text[:500], file=str(f.path), line=f.lineno))
 
     def _finding(self, a: _Agg) -> Finding:
-        where = f"rank {a.rank}'s log" if a.rank is not None else "the launcher's console/scheduler log"
+        where = f"rank {a.rank}'s log" if a.rank is not None else "the launcher's console or the scheduler's log"
         hit = Hit(message=f"{a.count} line(s) in {where} (live log tail)", evidence=tuple(a.evidence), rank=a.rank,
                   data={"t": a.first_t, "source": "log-tail"})
         f = finding_from_hit(a.rule, hit)

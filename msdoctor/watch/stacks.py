@@ -14,6 +14,7 @@ written on the supervisor's SIGUSR1 when the bootstrap runs in the rank) is what
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -121,7 +122,19 @@ def is_user(frame: str) -> bool:
     if not m:
         return False
     path = m.group(1)
+    if not os.path.isabs(path):  # py-spy prints paths relative to the sys.path entry they were found in
+        return not any(os.path.exists(os.path.join(d, path)) for d in _library_dirs()) and not path.startswith("<")
     return not any(x in path for x in ("site-packages", "dist-packages", "/lib/python3", "/msdoctor/watch/", "<frozen"))
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return tuple(dict.fromkeys([paths["stdlib"], paths["purelib"], paths["platlib"], *site.getsitepackages(),
+                                *[p for p in sys.path if "site-packages" in p]]))
 
 
 def parse_pyspy(text: str) -> list[Thread]:

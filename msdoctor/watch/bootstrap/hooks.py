@@ -236,20 +236,47 @@ def _with_callback(st: _State, callbacks: Any) -> Any:
     if any(isinstance(c, WatchdogCallback) for c in given):
         return callbacks  # instrumented by hand already
     if st.callback is None:
-        st.callback = _boot_callback(st.wd)
-    return [*given, st.callback]
+        st.callback = _boot_callbacks(st.wd)
+    # first: the step (its loss) is recorded before a user callback can raise on it (LossMonitor
+    # raises on a NaN loss); last: the data phase starts once every callback of the step is done
+    return [st.callback[0], *given, st.callback[1]]
 
 
-def _boot_callback(wd: Watchdog) -> Any:
+def _boot_callbacks(wd: Watchdog) -> tuple[Any, Any]:
+    from mindspore.train import Callback
+
     from msdoctor.watch.callback import WatchdogCallback
 
     class BootCallback(WatchdogCallback):  # type: ignore[misc]
-        """Closes nothing at the end of training: the process may train again or save; atexit closes."""
+        """Records the step; closes nothing at the end of training (the process may go on; atexit closes)."""
+
+        def on_train_step_end(self, run_context: Any) -> None:
+            try:
+                cb = run_context.original_args()
+                out = cb.net_outputs
+                metrics: dict[str, Any] = {}
+                if isinstance(out, (tuple, list)):
+                    if len(out) >= 1:
+                        metrics["loss"] = out[0]
+                    if len(out) >= 3:
+                        metrics["overflow"], metrics["loss_scale"] = out[1], out[2]
+                elif out is not None:
+                    metrics["loss"] = out
+                self.wd.step(int(cb.cur_step_num), **metrics)
+            except Exception as exc:  # never break Model.train
+                self.wd._contain("bootstrap.step_end", exc)
 
         def on_train_end(self, run_context: Any) -> None:
             self.wd.phase("after-train", self.wd.last_step)
 
-    return BootCallback(wd)
+    class DataPhase(Callback):  # type: ignore[misc]
+        def on_train_step_end(self, run_context: Any) -> None:
+            try:
+                wd.phase("data", int(run_context.original_args().cur_step_num) + 1)
+            except Exception as exc:  # never break Model.train
+                wd._contain("bootstrap.data_phase", exc)
+
+    return BootCallback(wd), DataPhase()
 
 
 def _on_iterators(mod: types.ModuleType) -> None:

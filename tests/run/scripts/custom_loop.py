@@ -4,7 +4,7 @@
 
 --fault, on one rank at one step:
   hang   the rank stops before its step (a debugging breakpoint, a rank-only branch that blocks)
-  nan    a batch with a NaN feature
+  nan    a batch with a NaN target
   shape  a batch of another width reaches the network
   crash  the process dies in native code (segfault)
 """
@@ -63,7 +63,7 @@ for step, (data, label) in enumerate(dataset.create_tuple_iterator(), start=1):
         if args.fault == "hang":
             time.sleep(3600)
         elif args.fault == "nan":
-            data[0, 3] = float("nan")
+            label[0, 0] = float("nan")
         elif args.fault == "shape":
             data = ms.ops.concat([data, data], axis=1)
         elif args.fault == "crash":

@@ -4,7 +4,7 @@
 
 --fault reproduces a mistake of the kind that happens in real jobs, on one rank at one sample:
   hang   the data source blocks (a stuck read on a network filesystem)
-  nan    the data source returns a NaN feature
+  nan    the data source returns a NaN target
   shape  the data source returns a sample of another width
   crash  the process dies in native code (segfault)
 """
@@ -54,8 +54,7 @@ class Source:
             if args.fault == "hang":
                 time.sleep(3600)
             elif args.fault == "nan":
-                x = x.copy()
-                x[3] = np.nan
+                y = np.full_like(y, np.nan)
             elif args.fault == "shape":
                 x = np.concatenate([x, x])
             elif args.fault == "crash":
