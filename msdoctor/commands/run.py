@@ -48,6 +48,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="kill the job after S seconds")
     p.add_argument("-q", "--quiet", action="store_true", help="do not echo the job's console to stderr")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    p.add_argument("-v", "--verbose", action="store_true", help="all evidence, full fix text")
     p.add_argument("job", nargs=argparse.REMAINDER, metavar="-- COMMAND…", help="the launch command")
 
 
@@ -145,6 +146,11 @@ class Extras:
                     out.append(self._annotate(g, by_rank, Evidence))
                 continue
             out.append(self._annotate(f, by_rank, Evidence))
+            own = by_rank.get(f.rank) if f.rank is not None else None
+            if own is not None and own.ok and own.collective_wait and not free:
+                f.evidence = [*f.evidence, Evidence(
+                    f"note: rank {f.rank}'s own stack waits in a collective too: it may be waiting for a peer "
+                    "that already failed or for another host — read the other findings before fixing its code")]
             if f.rank is not None and free and f.rank not in free:
                 f.evidence = [*f.evidence, Evidence(
                     f"note: the outside stacks show rank(s) {free} outside a collective wait while rank {f.rank} waits in one")]
@@ -380,7 +386,7 @@ def run(args: argparse.Namespace) -> int:
         extra = f"  {info['exception']}" if info.get("exception") else ""
         print(f"rank {r}: {info['steps']} steps, {info.get('status') or 'no end event'}{extra}")
     if findings:
-        render_findings(findings, [])
+        render_findings(findings, [], verbose=args.verbose)
     rc_info = report.get("root_cause")
     if rc_info:
         where = f"rank {rc_info['rank']}" if rc_info.get("rank") is not None else "all ranks"

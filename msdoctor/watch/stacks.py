@@ -31,9 +31,10 @@ import orjson
 # A native or Python frame in one of these is a rank waiting for its peers in a collective.
 COLLECTIVE_WAIT = re.compile(
     r"CollectiveWait|CollectiveOpsImpl|RunRingAllReduce|RingAllReduce|AllReduce|AllGather|ReduceScatter|"
-    r"Broadcast|HcclAllReduce|Hccl\w*Wait|hccl|HcclCommunicator|MsCollective|CollectiveCommunication|"
-    r"mindspore/communication/|comm_ops"
-)
+    r"Broadcast\b|"
+    r"HcclAllReduce|HcclAllGather|HcclBroadcast|HcclReduceScatter|Hccl\w*Wait|MsCollective|CollectiveCommunication|comm_ops"
+)  # not communication.init(): a rank waiting there builds the cluster, it does not wait in a collective
+_SITE = re.compile(r"(?<=\()/\S*?/(?:site|dist)-packages/")  # '(…/site-packages/mindspore/x.py:1)' → '(mindspore/x.py:1)'
 _PTRACE_DENIED = re.compile(r"Operation not permitted|Permission denied|EPERM|ptrace", re.I)
 # py-spy: 'Thread 13165 (idle): "MainThread"', frames '    func (file:line)' / '    func (lib.so)'
 _PYSPY_THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \((\w+)\)(?:: "(.*)")?')
@@ -229,6 +230,7 @@ def write(dumps: Sequence[Dump], out_dir: Path) -> Path:
 
 def short(frames: Sequence[str], n: int = 6) -> str:
     """The innermost frames that say something: no libc/libstdc++ plumbing, no unnamed frames."""
+    frames = [_SITE.sub("", f) for f in frames]
     keep = [f for f in frames if not re.search(r"\[(libc|libpthread|ld-linux|libstdc\+\+)[^\]]*\]|^0x[0-9a-f]+ |^\?\?\? ", f)]
     return " <- ".join((keep or list(frames))[:n])
 
