@@ -159,9 +159,9 @@ class Extras:
     def _annotate(self, f: Any, by_rank: dict[int, Any], evidence_cls: Any) -> Any:
         from msdoctor.watch import stacks
 
-        ev = list(f.evidence)
+        ev: list[Any] = []  # right after the stall line: the stacks are what a reader needs first
         native: dict[str, Any] = {}
-        for r in sorted(by_rank):
+        for r in sorted(by_rank, key=lambda r: (r != f.rank, r)):  # the culprit first
             d = by_rank[r]
             if not d.ok:
                 ev.append(evidence_cls(f"rank {r} (pid {d.pid}): no outside stack — "
@@ -183,7 +183,7 @@ class Extras:
                 ev.append(evidence_cls(f"rank {r}: no thread in a collective wait"))
             native[str(r)] = {"main": main.frames[:40] if main else [], "collective_wait": wait[:40],
                               "tools": d.tools, "files": d.files}
-        f.evidence = ev
+        f.evidence = [*f.evidence[:1], *ev, *f.evidence[1:]]
         f.data["outside_stacks"] = native
         if any(d.ok for d in by_rank.values()):
             f.data["stack"] = True

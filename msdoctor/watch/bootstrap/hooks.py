@@ -4,7 +4,8 @@
   signals) starts at once for an msrun worker, or once MindSpore is imported (see
   :func:`msdoctor.watch.bootstrap.identify`).
 * An import hook patches MindSpore as its modules load: ``Model.train`` gets the watchdog callback
-  (step, loss, overflow, data wait — MindFormers' trainer trains through ``Model.train`` too);
+  (step, loss, overflow, data wait; MindFormers' ``BaseTrainer`` imports ``mindspore.train.model.Model``
+  and calls ``model.train(…, callbacks=…)``, checked in its ``trainer/base_trainer.py``);
   a dataset iterator consumed by a custom loop on the main thread marks the steps (a batch fetched:
   step N begins; the next fetch: step N ended); ``communication.init()`` gives the rank where the
   launcher did not.
