@@ -134,6 +134,23 @@ def test_custom_loop_shape_error_named_from_events_and_from_the_log(tmp_path: Pa
     assert finding(out, "COMM502", 1)  # msdoctor logs' cross-rank verdict: rank 1 failed first
 
 
+def test_a_launch_script_that_calls_msrun_and_a_rank_that_segfaults(tmp_path: Path) -> None:
+    """`msdoctor run -- bash run.sh`: the log directory is read from the script, the ranks get the bootstrap
+    through msrun's environment, and the rank that died in native code is told from the one msrun killed."""
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/bash\n# the usual launch script of a MindSpore repository\n"
+                      f"msrun --worker_num=2 --local_worker_num=2 --master_port={free_port()} --log_dir=msrun_log "
+                      f"--join=True {SCRIPTS / 'custom_loop.py'} --steps 8 --fault crash --fault-step 4\n")
+    res = run_cli("run", "--run-dir", str(tmp_path / "run"), "--json", "--", "bash", "run.sh", cwd=tmp_path, timeout=400)
+    assert res.rc == 1, res.err[-3000:]
+    out = res.json()
+    assert out["log_dirs"] == [f"{tmp_path / 'msrun_log'} (--log_dir in run.sh)"]
+    crash = finding(out, "COMM202", 1)
+    assert crash["step"] == 4
+    assert not [f for f in out["findings"] if f["rule"] == "COMM202" and f["rank"] == 0]  # killed by msrun: a consequence
+    assert (tmp_path / "msrun_log" / "worker_1.log").is_file()
+
+
 def test_one_device_crash(tmp_path: Path) -> None:
     res = run_cli("run", "--run-dir", str(tmp_path / "run"), "--json", "--", sys.executable,
                   str(SCRIPTS / "one_device.py"), "--fault", "crash", "--fault-step", "3", cwd=tmp_path, timeout=300)
