@@ -30,6 +30,7 @@ import orjson
 from msdoctor.errors import ExitCode, InputError, UsageError
 
 HANG_RULE = "COMM201"
+CRASH_RULE = "COMM202"
 STOP_GRACE_S = 10.0  # after Ctrl-C: SIGTERM, this long, then SIGKILL
 
 
@@ -83,10 +84,66 @@ class Extras:
         except Exception as exc:  # the outside stacks must never stop supervision
             self._error(f"stacks: {type(exc).__name__}: {exc}")
         try:
+            out = self._fatal(sup, out)
+        except Exception as exc:
+            self._error(f"fatal dumps: {type(exc).__name__}: {exc}")
+        try:
             out.extend(self.tail.poll())
             out = [f for f in out if f.data.get("source") != "logs"] + self.tail.correlate(force=not running)
         except Exception as exc:
             self._error(f"log tail: {type(exc).__name__}: {exc}")
+        return out
+
+    def _fatal(self, sup: Any, findings: list[Any]) -> list[Any]:
+        """A rank that vanished is told from the ones the launcher killed after it by the faulthandler dump
+        the bootstrap enabled: "Fatal Python error: Segmentation fault" heads the dump of the rank that crashed.
+        When both stopped at the same point of the same step, the events alone cannot order them."""
+        import copy
+        import re
+
+        from msdoctor.engine.model import Evidence
+        from msdoctor.watch import events
+
+        vanished = [f for f in findings if f.rule == CRASH_RULE and f.rank is not None]
+        if not vanished:
+            return findings
+        fatal: dict[int, tuple[str, str]] = {}
+        for r in sup.collector.ranks:
+            path = events.stack_file(self.run_dir, r)
+            try:
+                text = path.read_text(errors="replace") if path.is_file() else ""
+            except OSError:
+                continue
+            m = re.search(r"^Fatal Python error: (.+)$", text, re.M)
+            if m:
+                rest = text[m.end():]
+                cur = rest.find("Current thread")  # the thread that received the fatal signal
+                block = (rest[cur:] if cur >= 0 else rest).split("\n\n", 1)[0]
+                frames = re.findall(r'^  File "([^"]+)", line (\d+) in (\S+)', block, re.M)
+                where = " <- ".join(f"{os.path.basename(fn)}:{ln} {fu}" for fn, ln, fu in frames[:4])
+                fatal[r] = (m.group(1).strip(), where)
+        if not fatal:
+            return findings
+        out = [f for f in findings if not (f.rule == CRASH_RULE and f.rank is not None and f.rank not in fatal)]
+        named = {f.rank for f in out if f.rule == CRASH_RULE}
+        for r, (what, where) in sorted(fatal.items()):
+            if r not in named:
+                info = sup.collector.last_ranks.get(str(r)) or {}
+                g = copy.deepcopy(vanished[0])
+                last = info.get("last_step")
+                g.rank, g.step = r, (last + 1) if isinstance(last, int) else 0
+                g.message = (f"rank {r} (pid {info.get('pid')}) died during step {g.step}: {what} "
+                             "(the other ranks stopped after it: msrun tears the job down)")
+                g.evidence = [Evidence(f"rank {r}: last event at phase {info.get('phase')!r}, last completed step {last}",
+                                       fact="run.ranks")]
+                g.data = {"t": info.get("last_seen_t"), "pid": info.get("pid")}
+                out.append(g)
+            for f in out:
+                if f.rule == CRASH_RULE and f.rank == r:
+                    f.evidence = [*f.evidence, Evidence(
+                        f"faulthandler (rank {r}): Fatal Python error: {what}" + (f" at {where}" if where else ""),
+                        file=str(events.stack_file(self.run_dir, r)))]
+                    f.data["fatal"] = what
         return out
 
     def _error(self, msg: str) -> None:
