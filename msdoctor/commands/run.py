@@ -73,8 +73,13 @@ class Extras:
         self.dump_s: float | None = None
         self.errors: list[str] = []
         self.notes: list[str] = []
+        self.interrupted: list[str] = []  # signals the user sent (Ctrl-C), by name
 
     def __call__(self, sup: Any, findings: list[Any], running: bool | None) -> list[Any]:
+        if self.interrupted and not sup.collector.stopped_by_supervisor:
+            # the ranks Ctrl-C ended did not crash: the crash rule must not name them
+            sup.collector.stopped_by_supervisor = True
+            sup.actions.append(f"stopped the job on {self.interrupted[0]} from the user")
         out = list(findings)
         try:
             if self.stacks and running and self.dumped_at is None and any(f.rule == HANG_RULE for f in findings):
@@ -254,6 +259,7 @@ class _Stopper:
         self.proc = proc
         self.tracker = tracker
         self.signals: list[int] = []
+        self.on_signal: list[str] | None = None
         self._old: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -269,6 +275,8 @@ class _Stopper:
 
     def _handle(self, signum: int, frame: Any) -> None:
         self.signals.append(signum)
+        if self.on_signal is not None:
+            self.on_signal.append(signal.Signals(signum).name)
         if len(self.signals) == 1:
             print(f"msdoctor run: {signal.Signals(signum).name}: stopping the job "
                   f"(again to kill it at once)", file=sys.stderr)
@@ -306,6 +314,8 @@ class _Stopper:
 def _run_dir(arg: str | None) -> Path:
     from msdoctor.commands.train import _run_dir as train_run_dir
 
+    if arg and (Path(arg) / "run.json").exists():
+        raise UsageError(f"{arg} already holds a run; choose another --run-dir")
     ns = argparse.Namespace(run_dir=arg, resume=False)
     run = train_run_dir(ns)
     for sub in ("ckpt", "logs"):  # train's layout; the job here writes its logs where it always does
@@ -392,6 +402,7 @@ def run(args: argparse.Namespace) -> int:
             echo.start()
         tracker = _ChildTracker(proc.pid)
         stopper = _Stopper(proc, tracker)
+        stopper.on_signal = extras.interrupted
         stopper.install()
         started = time.monotonic()
         try:

@@ -108,6 +108,8 @@ def test_custom_loop_hang_then_ctrl_c_stops_every_process(tmp_path: Path) -> Non
     assert stall_to_named(run, 1) <= HANG_WITHIN_S
     meta = json.loads((run / "run.json").read_text())
     assert meta["interrupted"] is True and meta["status"] == "interrupted"
+    report = json.loads((run / "report.json").read_text())
+    assert not [f for f in report["findings"] if f["rule"] == "COMM202"]  # ended by Ctrl-C: not a crash
     alive = [p for p in pids(run) if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not alive, f"ranks left running: {alive}"
     assert finding(json.loads((run / "report.json").read_text()), "COMM201", 1)
@@ -178,6 +180,10 @@ def test_bad_command_lines(tmp_path: Path) -> None:
     assert res.rc == 2 and "no command to run" in res.err and len(res.err.strip().splitlines()) == 1
     res = run_cli("run", "--run-dir", str(tmp_path / "r"), "--", "no-such-launcher-xyz", cwd=tmp_path)
     assert res.rc == 2 and "command not found" in res.err and "Traceback" not in res.err
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "run.json").write_text("{}")
+    res = run_cli("run", "--run-dir", str(tmp_path / "old"), "--", "true", cwd=tmp_path)
+    assert res.rc == 2 and "already holds a run" in res.err
 
 
 def _run(tmp: Path, script: str, *args: str) -> CliResult:
