@@ -503,10 +503,14 @@ def _closing_report(run_dir: Path, tail: Any, inject: bool) -> dict[str, Any]:
     merged = {(f.rule, f.rank): f for f in base}
     for f in live_findings(run_dir):
         key = (f.rule, f.rank)
-        if key not in merged or f.data.get("outside_stacks") or f.data.get("source") in ("log-tail", "logs"):
+        if key not in merged or f.data.get("outside_stacks") or f.data.get("fatal") or f.data.get("source") in ("log-tail", "logs"):
             merged[key] = f
     if merged.get((HANG_RULE, None)) is not None and any(k[0] == HANG_RULE and k[1] is not None for k in merged):
         merged.pop((HANG_RULE, None))  # the outside stacks named the rank the events could not
+    crashed = {k[1] for k, f in merged.items() if k[0] == CRASH_RULE and f.data.get("fatal")}
+    if crashed:  # the faulthandler dump decided which rank crashed; the post-mortem pass does not read it
+        for key in [k for k in merged if k[0] == CRASH_RULE and k[1] not in crashed]:
+            merged.pop(key)
     findings = sort_findings(list(merged.values()))
     payload.update(command="run", findings=[f.to_dict() for f in findings], timeline=timeline(findings),
                    root_cause=root_cause(findings), skipped=[*payload.get("skipped", []), *skipped],
