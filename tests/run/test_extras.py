@@ -58,3 +58,30 @@ def test_without_a_fatal_dump_the_rules_verdict_stands(tmp_path: Path) -> None:
     (tmp_path / "events").mkdir()
     out = Extras(tmp_path, _NoTail(), stacks=False)(_sup(tmp_path), [_vanished(0)], True)
     assert [(f.rule, f.rank) for f in out] == [("COMM202", 0)]
+
+
+def test_report_json_keeps_the_crash_verdict_of_the_fatal_dump(tmp_path: Path) -> None:
+    """The closing report re-evaluates COMM202 from the events alone; two ranks that stopped at the same
+    instant are both 'first' there. The live finding decided by the fatal dump wins in report.json."""
+    import socket
+
+    import orjson
+
+    from msdoctor.commands.run import _closing_report
+    from msdoctor.watch import events
+    from msdoctor.watch.supervisor import FINDINGS_FILE
+
+    host = socket.gethostname()
+    for r in (0, 1):
+        path = events.rank_file(tmp_path, r)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for ev in ({"t": 10.0, "rank": r, "kind": "start", "world": 2, "pid": 2**22 + 7 + r, "host": host},
+                   {"t": 11.0, "rank": r, "kind": "step", "step": 3, "loss": 1.0},
+                   {"t": 11.0, "rank": r, "kind": "phase", "step": 4, "phase": "step"}):
+            events.append(path, ev)
+    live = _vanished(1)
+    live.data.update(fatal="Segmentation fault", t=11.0)
+    (tmp_path / FINDINGS_FILE).write_bytes(orjson.dumps(dict(live.to_dict(), t=12.0, first_seen=12.0, update=1)) + b"\n")
+    report = _closing_report(tmp_path, _NoTail(), inject=True)
+    assert [(f["rule"], f["rank"]) for f in report["findings"] if f["rule"] == "COMM202"] == [("COMM202", 1)]
+    assert (tmp_path / "report.json").is_file()
