@@ -62,7 +62,7 @@ def hang_run(script: str) -> dict[str, float | str]:
         meta = orjson.loads((run / "run.json").read_bytes())
         fail = [e for e in ev[0] if e["kind"] == "exception"]
         framework = fail[0]["t"] if fail else meta["ended"]
-        first = next((ln.strip() for ln in fail[0]["message"].splitlines() if ln.strip()), "") if fail else ""
+        first = next((ln.strip() for ln in fail[0]["message"].splitlines() if re.search(r"[A-Za-z]", ln)), "") if fail else ""
         what = (f"rank 0 raised {fail[0]['type']}: {first[:100]}" if fail
                 else f"job ended (exit {meta['exit_status']})")
         dump = (meta.get("outside_stacks") or {}).get("seconds")
