@@ -20,6 +20,7 @@ from msdoctor.safeio import printable
 
 # name -> (module, one-line help). Order is the order of `msdoctor --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("msdoctor.commands.run", "run your own launch command (msrun, a script, python) under live diagnosis"),
     "preflight": ("msdoctor.commands.preflight", "check the environment, rank table and network before launch"),
     "logs": ("msdoctor.commands.logs", "find the root cause across the logs of all ranks"),
     "analyze": ("msdoctor.commands.analyze", "analyse the profiler output of all ranks"),

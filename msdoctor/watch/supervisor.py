@@ -53,6 +53,10 @@ class SuperviseOptions:
     series_every_s: float = 5.0  # the rules over whole step series run this often (the others every poll)
     hook_timeout_s: float = 30.0
     printer: Callable[[Finding], None] | None = None  # live output of new findings (msdoctor watch)
+    # -- hook for `msdoctor run` (msdoctor/commands/run.py): called after the rules of every poll with
+    # (supervisor, findings, running); returns the findings to use — it adds the live log tail's
+    # findings and completes hang findings with the stacks dumped from outside (py-spy/pystack)
+    extend: Callable[[Supervisor, list[Finding], bool | None], list[Finding]] | None = None
 
 
 def _signature(f: Finding) -> tuple[Any, ...]:
@@ -97,10 +101,11 @@ class Supervisor:
         ev = run_checks(rules, facts)
         if full:
             self.not_evaluated = ev.not_evaluated
+        found = ev.findings if self.opts.extend is None else self.opts.extend(self, ev.findings, running)  # msdoctor run
         new: list[Finding] = []
         t = time.time()
         seen: set[tuple[str, int | None]] = set()
-        for f in ev.findings:
+        for f in found:
             key = (f.rule, f.rank)
             if key in seen:  # one finding per rule × rank per round
                 continue

@@ -1,0 +1,73 @@
+"""The live log tail of `msdoctor run`: where the logs are, and each new line through the catalogue.
+
+Fixtures are real: ``shape_worker_1.log`` is rank 1's msrun log of tests/run/scripts/custom_loop.py
+--fault shape (MindSpore 2.10 CPU), ``shape_console_excerpt.log`` lines of msrun's console of that job.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from msdoctor.watch.logtail import LogTail, log_dirs
+
+FIX = Path(__file__).with_name("fixtures")
+
+
+def test_log_dirs_from_the_command_a_script_or_msruns_default(tmp_path: Path) -> None:
+    dirs, how = log_dirs(["msrun", "--worker_num=2", "--log_dir=out/logs", "train.py"], tmp_path, {})
+    assert dirs == [tmp_path / "out" / "logs"] and "command line" in how[0]
+    dirs, _ = log_dirs(["msrun", "--log_dir", "/abs/logs", "train.py"], tmp_path, {})
+    assert dirs == [Path("/abs/logs")]
+    (tmp_path / "run.sh").write_text("msrun --worker_num=8 --local_worker_num=8 --log_dir=msrun_log --join=True train.py\n")
+    dirs, how = log_dirs(["bash", "run.sh"], tmp_path, {})
+    assert dirs == [tmp_path / "msrun_log"] and "run.sh" in how[0]
+    # msrun's --log_dir defaults to "": worker_<r>.log land in the working directory
+    dirs, _ = log_dirs(["msrun", "--worker_num=2", "train.py"], tmp_path, {})
+    assert dirs == [tmp_path]
+    assert log_dirs(["python", "train.py"], tmp_path, {})[0] == []
+    assert log_dirs(["python", "train.py"], tmp_path, {"GLOG_log_dir": "/var/log/ms"})[0] == [Path("/var/log/ms")]
+
+
+def test_lines_are_matched_as_they_arrive_with_the_rank_of_the_file(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    real = (FIX / "shape_worker_1.log").read_bytes()
+    cut = real.index(b"ValueError: For 'MatMul'")
+    worker = logs / "worker_1.log"
+    worker.write_bytes(real[:cut])
+    tail = LogTail([logs], None, started=time.time() - 5)
+    assert [f for f in tail.poll() if f.rule == "PAR001"] == []
+    worker.write_bytes(real)  # the job wrote on
+    par = [f for f in tail.poll() if f.rule == "PAR001"]
+    assert len(par) == 1 and par[0].rank == 1 and par[0].count == 1
+    assert par[0].evidence[0].file == str(worker) and "x1_col': 32" in par[0].evidence[0].text
+    assert [f.count for f in tail.poll() if f.rule == "PAR001"] == [1]  # nothing new: not counted again
+    # the cross-rank verdict of `msdoctor logs` over the same files: rank 1 failed first
+    verdict = tail.correlate(force=True)
+    assert [(f.rule, f.rank) for f in verdict] == [("COMM502", 1)]
+
+
+def test_msruns_console_echo_is_not_counted_twice_and_old_logs_are_skipped(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    old = logs / "worker_0.log"
+    old.write_bytes((FIX / "shape_worker_1.log").read_bytes())  # a previous job's log in the same directory
+    past = time.time() - 3600
+    os.utime(old, (past, past))
+    (logs / "worker_1.log").write_bytes((FIX / "shape_worker_1.log").read_bytes())
+    console = tmp_path / "console.log"
+    console.write_bytes((FIX / "shape_console_excerpt.log").read_bytes())
+    tail = LogTail([logs], console, started=time.time() - 5)
+    found = {(f.rule, f.rank): f for f in tail.poll()}
+    assert ("PAR001", 1) in found and ("PAR001", None) not in found and ("PAR001", 0) not in found
+    assert ("COMM008", None) in found  # msrun's own line ("kill all other workers") is the launcher's
+    assert tail.lines > 0
+
+
+def test_a_one_process_jobs_console_is_rank_0(tmp_path: Path) -> None:
+    console = tmp_path / "console.log"
+    console.write_bytes((FIX / "shape_console_excerpt.log").read_bytes())
+    found = {(f.rule, f.rank) for f in LogTail([], console, started=time.time(), console_rank=0).poll()}
+    assert ("PAR001", 0) in found
