@@ -30,6 +30,9 @@ def test_log_dirs_from_the_command_a_script_or_msruns_default(tmp_path: Path) ->
     assert log_dirs(["python", "train.py"], tmp_path, {"GLOG_log_dir": "/var/log/ms"})[0] == [Path("/var/log/ms")]
 
 
+SAMPLES_SHAPE = Path(__file__).resolve().parents[2] / "samples" / "logs" / "shape" / "logs"
+
+
 def test_lines_are_matched_as_they_arrive_with_the_rank_of_the_file(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -44,9 +47,14 @@ def test_lines_are_matched_as_they_arrive_with_the_rank_of_the_file(tmp_path: Pa
     assert len(par) == 1 and par[0].rank == 1 and par[0].count == 1
     assert par[0].evidence[0].file == str(worker) and "x1_col': 32" in par[0].evidence[0].text
     assert [f.count for f in tail.poll() if f.rule == "PAR001"] == [1]  # nothing new: not counted again
-    # the cross-rank verdict of `msdoctor logs` over the same files: rank 1 failed first
+    # one rank's log alone is no cross-rank verdict (COMM502 needs two ranks)
+    assert [f.rule for f in tail.correlate(force=True)] == []
+    # both ranks of one real shape run (samples/logs/shape): `msdoctor logs`' verdict there, rank 0 failed first
+    for name in ("worker_0.log", "worker_1.log"):
+        (logs / name).write_bytes((SAMPLES_SHAPE / name).read_bytes())
+    tail.poll()
     verdict = tail.correlate(force=True)
-    assert [(f.rule, f.rank) for f in verdict] == [("COMM502", 1)]
+    assert [(f.rule, f.rank) for f in verdict] == [("COMM502", 0)]
 
 
 def test_msruns_console_echo_is_not_counted_twice_and_old_logs_are_skipped(tmp_path: Path) -> None:
