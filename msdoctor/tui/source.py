@@ -1,0 +1,123 @@
+"""Everything the monitor reads from a run directory, in one place.
+
+The monitor never opens a run's files elsewhere: the tail worker calls :class:`RunReader` and the
+drill-down screens call the small readers below. Today they sit on :mod:`msdoctor.watch.events`
+(the watchdog's event streams); pointing the monitor at another reader means changing this module only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from msdoctor.watch import events
+
+FINDINGS_FILE = "findings.jsonl"
+RUN_META = "run.json"
+LOGS_DIR = "logs"
+
+
+@dataclass
+class Batch:
+    """What appeared since the previous read: events per rank and findings lines."""
+
+    events: dict[int, list[dict[str, Any]]]
+    findings: list[dict[str, Any]]
+    skipped: int  # unreadable lines so far (all files)
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.findings)
+
+
+@dataclass
+class RunReader:
+    """Tails ``events/rank_<r>.jsonl`` and ``findings.jsonl`` by byte offset (complete lines only)."""
+
+    run_dir: Path
+    _tails: dict[int, events.Tail] = field(default_factory=dict)
+    _findings: events.Tail | None = None
+
+    def read(self) -> Batch:
+        out: dict[int, list[dict[str, Any]]] = {}
+        for rank, path in events.rank_files(self.run_dir).items():
+            tail = self._tails.get(rank)
+            if tail is None:
+                tail = self._tails[rank] = events.Tail(path)
+            evs = tail.read()
+            if evs:
+                out[rank] = evs
+        if self._findings is None:
+            self._findings = events.Tail(self.run_dir / FINDINGS_FILE)
+        found = self._findings.read()
+        skipped = sum(t.skipped for t in self._tails.values()) + self._findings.skipped
+        return Batch(out, found, skipped)
+
+
+def is_run_dir(run_dir: Path) -> bool:
+    return events.events_dir(run_dir).is_dir()
+
+
+def run_meta(run_dir: Path) -> dict[str, Any]:
+    """``run.json`` of a run started by ``msdoctor train`` ({} when absent or unreadable)."""
+    try:
+        d = orjson.loads((run_dir / RUN_META).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _read_end(path: Path, max_bytes: int) -> tuple[bytes, bool]:
+    """The last ``max_bytes`` of a file, and whether the start was cut (b'' when unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            start = max(0, size - max_bytes)
+            fh.seek(start)
+            return fh.read(), start > 0
+    except OSError:
+        return b"", False
+
+
+def stack_text(run_dir: Path, rank: int, max_bytes: int = 64 << 10) -> str | None:
+    """The rank's faulthandler dump(s) (``events/rank_<r>.stack.txt``), newest end kept; None if none."""
+    data, cut = _read_end(events.stack_file(run_dir, rank), max_bytes)
+    if not data:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    return text.split("\n", 1)[1] if cut and "\n" in text else text
+
+
+def log_path(run_dir: Path, rank: int) -> Path:
+    """msrun writes each worker's console to ``logs/worker_<r>.log``."""
+    return run_dir / LOGS_DIR / f"worker_{rank}.log"
+
+
+def log_tail(run_dir: Path, rank: int, max_lines: int = 2000, max_bytes: int = 1 << 20) -> list[str]:
+    data, cut = _read_end(log_path(run_dir, rank), max_bytes)
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    if cut and lines:
+        lines = lines[1:]  # the first line was cut in the middle
+    return lines[-max_lines:]
+
+
+def recent_events(run_dir: Path, rank: int, n: int = 200, max_bytes: int = 256 << 10) -> list[dict[str, Any]]:
+    """The rank's last ``n`` events (parsed from the end of its event file)."""
+    data, cut = _read_end(events.rank_file(run_dir, rank), max_bytes)
+    raw = data.split(b"\n")
+    if cut and raw:
+        raw = raw[1:]
+    out: list[dict[str, Any]] = []
+    for r in raw:
+        if not r.strip():
+            continue
+        try:
+            ev = orjson.loads(r)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(ev, dict):
+            out.append(ev)
+    return out[-n:]
