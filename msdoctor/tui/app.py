@@ -17,9 +17,13 @@ from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
+from textual.scrollbar import ScrollBarRender
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane, Tabs
+from textual.widgets._tabs import Underline
 
 from msdoctor.tui.screens import SEVERITY_STYLE, FindingScreen, HelpScreen, JumpScreen, RankScreen
 from msdoctor.tui.state import SEVERITIES, FindingView, RunState, Snapshot
@@ -39,6 +43,7 @@ class MonitorApp(App[int]):
     #lower { height: 1fr; min-height: 7; }
     #findings { height: 1fr; }
     #status { height: 1; color: $text-muted; padding: 0 1; }
+    Footer.ascii FooterKey.-command-palette { border-left: none; }
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -89,6 +94,7 @@ class MonitorApp(App[int]):
         self.on_update: Callable[[Snapshot], None] | None = None  # bench hook: called after a snapshot is shown
         self._shown_findings: tuple[FindingView, ...] | None = None
         self._shown_filter: str | None = None
+        self._scrollbar_renderer: type[ScrollBarRender] | None = None
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -100,20 +106,55 @@ class MonitorApp(App[int]):
                 yield DataTable(id="findings", zebra_stripes=True, cursor_type="row")
             with TabPane("Step-time heat", id="tab-heat"):
                 yield HeatStrip(self.glyphs, id="heat")
-            with TabPane("Plots", id="tab-plots"):
+            with TabPane("Plots", id="tab-plots"), VerticalScroll():
                 yield Plots(self.glyphs, id="plots")
         yield Static("waiting for the first read", id="status")
-        yield Footer()
+        yield footer(self)
 
     def on_mount(self) -> None:
+        # the overview's widgets, kept: while a drill-down screen is on top, app.query_one would search it
+        self.w_ranks = self.query_one("#ranks", RankTable)
+        self.w_findings = self.query_one("#findings", DataTable)
+        self.w_lower = self.query_one("#lower", TabbedContent)
+        self.w_heat = self.query_one("#heat", HeatStrip)
+        self.w_plots = self.query_one("#plots", Plots)
+        self.w_jobbar = self.query_one("#jobbar", Static)
+        self.w_status = self.query_one("#status", Static)
         self.sub_title = line(self.run_dir)
-        findings = self.query_one("#findings", DataTable)
+        findings = self.w_findings
         for c in FINDING_COLUMNS:
             findings.add_column(c, key=c)
-        for tabs in self.query_one("#lower", TabbedContent).query(Tabs):
+        for tabs in self.w_lower.query(Tabs):
             tabs.can_focus = False  # Tab goes rank table -> findings; 1 2 3 switch the panes
-        self.query_one("#ranks", RankTable).focus()
+        if self.ascii_only:
+            from textual.scrollbar import ScrollBar
+
+            for u in self.query(Underline):
+                u.display = False  # drawn with box-drawing bars; the active tab keeps its colour
+            self._scrollbar_renderer = ScrollBar.renderer
+            ScrollBar.renderer = AsciiScrollBarRender
+        self.w_ranks.focus()
         self.tail()
+
+    def on_unmount(self) -> None:
+        if self._scrollbar_renderer is not None:
+            from textual.scrollbar import ScrollBar
+
+            ScrollBar.renderer = self._scrollbar_renderer
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        if not self.ascii_only:
+            return super().format_title(title, sub_title)
+        room = max(8, self.size.width - len(title) - 26)  # the header would cut it with an ellipsis
+        if len(sub_title) > room:
+            sub_title = "~" + sub_title[-(room - 1):]
+        return Content.assemble(Content(title), (" - ", "dim"), Content(sub_title).stylize("dim"))
+
+    def get_key_display(self, binding: Binding) -> str:
+        shown = super().get_key_display(binding)
+        if self.ascii_only and not shown.isascii():
+            return binding.key
+        return shown
 
     # -- the worker: reads and folds, posts immutable snapshots ----------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, name="tail")
@@ -133,40 +174,43 @@ class MonitorApp(App[int]):
 
     def on_monitor_app_snapshot_ready(self, message: SnapshotReady) -> None:
         self.latest = message.snapshot
-        if not self.paused:
+        if not self.paused and self.w_ranks.is_attached:
             self.show(message.snapshot)
 
     # -- rendering a snapshot (UI thread only) ---------------------------------------------------
     def show(self, snap: Snapshot) -> None:
         self.snapshot = snap
         now = self.clock()
-        table = self.query_one("#ranks", RankTable)
+        table = self.w_ranks
         table.set_snapshot(snap, now)
         self._show_findings(snap)
-        lower = self.query_one("#lower", TabbedContent)
+        lower = self.w_lower
         if lower.active == "tab-heat":
-            self.query_one("#heat", HeatStrip).set_snapshot(snap)
+            self.w_heat.set_snapshot(snap)
         elif lower.active == "tab-plots":
-            self.query_one("#plots", Plots).set_snapshot(snap, table.cursor_rank)
-        self.query_one("#jobbar", Static).update(self.job_line(snap))
+            self.w_plots.set_snapshot(snap, table.cursor_rank)
+        self.w_jobbar.update(self.job_line(snap))
         self._show_status()
         self.updates += 1
         if self.on_update is not None:
             self.on_update(snap)
 
     def job_line(self, snap: Snapshot) -> Text:
-        t = Text(no_wrap=True, overflow="ellipsis")
+        t = Text(no_wrap=True, overflow="crop")
         steps = [r.step for r in snap.ranks if r.step is not None]
         lo = min(steps) if steps else None
         t.append(f"step {'-' if lo is None else lo}" + (f"/{snap.target_steps}" if snap.target_steps else ""), "bold")
-        t.append(f"  {_rate(snap.steps_per_s)} steps/s")
-        if snap.tokens_per_s:
-            t.append(f"  {_si(snap.tokens_per_s)} tok/s")
-        if snap.eta_s is not None:
-            t.append(f"  ETA {_dur(snap.eta_s)}")
+        running = sum(1 for r in snap.ranks if r.shown_status(self.clock()) == "running")
+        if running:  # a rate or an ETA of ranks that stopped would be a guess
+            t.append(f"  {_rate(snap.steps_per_s)} steps/s")
+            if snap.tokens_per_s:
+                t.append(f"  {_si(snap.tokens_per_s)} tok/s")
+            if snap.eta_s is not None:
+                t.append(f"  ETA {_dur(snap.eta_s)}")
         elif snap.finished:
             t.append("  finished")
-        running = sum(1 for r in snap.ranks if r.shown_status(self.clock()) == "running")
+        elif snap.ranks:
+            t.append("  stopped", "bold color(203)")
         t.append(f"  ranks {running}/{len(snap.ranks)} running  ")
         for sev, n in snap.by_severity().items():
             t.append(f"{n} {sev}", SEVERITY_STYLE[sev] if n else "dim")
@@ -183,7 +227,7 @@ class MonitorApp(App[int]):
         if snap.findings is self._shown_findings and self.severity_filter == self._shown_filter:
             return
         self._shown_findings, self._shown_filter = snap.findings, self.severity_filter
-        table = self.query_one("#findings", DataTable)
+        table = self.w_findings
         keep = table.cursor_row
         table.clear()
         for f in self.visible_findings(snap):
@@ -199,22 +243,22 @@ class MonitorApp(App[int]):
 
     def _show_status(self) -> None:
         snap = self.snapshot
-        table = self.query_one("#ranks", RankTable)
+        table = self.w_ranks
         parts = [f"sort: {table.sort_key}{' (desc)' if table.descending else ''}",
                  f"findings: {self.severity_filter or 'all'}"]
         if snap is not None and snap.skipped:
             parts.append(f"{snap.skipped} unreadable line(s) skipped")
         if self.paused:
             parts.append("PAUSED (p resumes)")
-        self.query_one("#status", Static).update(Text(" | ".join(parts)))
+        self.w_status.update(Text(" | ".join(parts)))
 
     # -- drill-down ------------------------------------------------------------------------------
     def on_rank_table_selected(self, message: RankTable.Selected) -> None:
         self.open_rank(message.rank)
 
     def on_rank_table_highlighted(self, message: RankTable.Highlighted) -> None:
-        if self.snapshot is not None and self.query_one("#lower", TabbedContent).active == "tab-plots":
-            self.query_one("#plots", Plots).set_snapshot(self.snapshot, message.rank)
+        if self.snapshot is not None and self.w_lower.active == "tab-plots":
+            self.w_plots.set_snapshot(self.snapshot, message.rank)
 
     def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
         if message.data_table.id != "findings" or self.snapshot is None:
@@ -243,11 +287,11 @@ class MonitorApp(App[int]):
         if not self.paused and self.latest is not None:
             self.show(self.latest)
         elif self.snapshot is not None:
-            self.query_one("#jobbar", Static).update(self.job_line(self.snapshot))
+            self.w_jobbar.update(self.job_line(self.snapshot))
         self._show_status()
 
     def action_cycle_sort(self) -> None:
-        table = self.query_one("#ranks", RankTable)
+        table = self.w_ranks
         i = SORTABLE.index(table.sort_key) if table.sort_key in SORTABLE else -1
         table.sort_by(SORTABLE[(i + 1) % len(SORTABLE)])
         self._show_status()
@@ -257,22 +301,22 @@ class MonitorApp(App[int]):
         self.severity_filter = SEVERITY_FILTERS[(i + 1) % len(SEVERITY_FILTERS)]
         if self.snapshot is not None:
             self._show_findings(self.snapshot)
-        self.query_one("#lower", TabbedContent).active = "tab-findings"
+        self.w_lower.active = "tab-findings"
         self._show_status()
 
     def action_jump(self) -> None:
         def done(rank: int | None) -> None:
             if rank is None:
                 return
-            if not self.query_one("#ranks", RankTable).jump_to(rank):
+            if not self.w_ranks.jump_to(rank):
                 self.notify(f"no rank {rank} in this run", severity="warning", markup=False)
             else:
-                self.query_one("#ranks", RankTable).focus()
+                self.w_ranks.focus()
 
         self.push_screen(JumpScreen(), done)
 
     def action_search_log(self) -> None:
-        rank = self.query_one("#ranks", RankTable).cursor_rank
+        rank = self.w_ranks.cursor_rank
         if rank is None:
             self.notify("no rank yet", severity="warning", markup=False)
             return
@@ -282,7 +326,7 @@ class MonitorApp(App[int]):
         self.push_screen(HelpScreen([(k, d) for k, d, _ in self.KEYS]))
 
     def action_tab(self, tab: str) -> None:
-        self.query_one("#lower", TabbedContent).active = tab
+        self.w_lower.active = tab
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -295,8 +339,19 @@ class MonitorApp(App[int]):
                                 lambda k=key: self._sort_by(k))
 
     def _sort_by(self, key: str) -> None:
-        self.query_one("#ranks", RankTable).sort_by(key)
+        self.w_ranks.sort_by(key)
         self._show_status()
+
+
+class AsciiScrollBarRender(ScrollBarRender):
+    """Scroll bars without the eighth-block glyphs (the thumb is drawn by colour alone)."""
+
+    VERTICAL_BARS = [" "] * 8
+    HORIZONTAL_BARS = [" "] * 8
+
+
+def footer(app: object) -> Footer:
+    return Footer(classes="ascii" if getattr(app, "ascii_only", False) else "")
 
 
 def _rate(v: float | None) -> str:

@@ -67,7 +67,7 @@ class FindingScreen(Screen[None]):
             yield section("Fix", f.fix or "-")
             yield section("Cause", f.cause or "-")
             yield section(f"msdoctor explain {f.rule}", explain_text(f.rule) or f"(no rule {f.rule} in the catalogue)")
-        yield Footer()
+        yield _footer(self.app)
 
     def _stack_text(self, body: str) -> Text:
         t = Text(f"Stack of rank {self.finding.rank}\n", style="bold underline")
@@ -125,7 +125,7 @@ class RankScreen(Screen[None]):
                 yield Static(Text(clean(stack) if stack else "(no stack dump: msdoctor asks for one when the rank hangs)"),
                              id="rank-stack-text")
         yield Input(placeholder="search the log (Enter to apply, Escape to close)", id="log-search")
-        yield Footer()
+        yield _footer(self.app)
 
     def on_mount(self) -> None:
         self.query_one("#rank-events", Log).write_lines(_event_lines(source.recent_events(self.run_dir, self.rank)))
@@ -172,6 +172,10 @@ class RankScreen(Screen[None]):
         self.app.pop_screen()
 
 
+def _footer(app: object) -> Footer:
+    return Footer(classes="ascii" if getattr(app, "ascii_only", False) else "")
+
+
 def _event_lines(evs: list[dict[str, Any]]) -> list[str]:
     import time as _time
 
@@ -216,7 +220,7 @@ class HelpScreen(ModalScreen[None]):
         for key, desc in self.rows:
             t.append(f"  {key:<12}", style="bold color(39)")
             t.append(desc + "\n")
-        t.append("\nRows: red = culprit (root-cause finding), yellow = straggler (slow x >= 1.5 or PERF201).\n"
+        t.append("\nRows: red = culprit (root-cause finding), yellow = straggler (slow x >= 1.3 or PERF201).\n"
                  "Heat-strip: one character per step, coloured by step time over the median.", style="dim")
         with VerticalScroll(id="help"):
             yield Static(t, id="help-text")

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from msdoctor.facts.run import SYNC_PHASES
 from msdoctor.tui import source
 
 SILENT_AFTER_S = 10.0  # heartbeats come every second; ten missed ones are not a slow disk
 SERIES_LEN = 512  # steps kept per rank for the plots and the heat-strip
 STRAGGLER_WINDOW = 8  # recent steps whose median step time a rank is judged by
-STRAGGLER_AT = 1.5  # score (rank's median step time / median over ranks) that marks a straggler
+STRAGGLER_AT = 1.3  # score (rank's median step time / median over ranks) that marks a straggler
 RATE_WINDOW = 32  # (t, step) pairs per rank for steps/s
 SEVERITIES = ("error", "warning", "info")
 
@@ -31,6 +32,7 @@ class Point(NamedTuple):
     grad_norm: float | None
     loss_scale: float | None
     step_ms: float | None
+    work_ms: float | None  # own work: step time minus the wait for the other ranks and for data
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class RankView:
     where: str
     last_seen: float | None
     pid: int | None
-    straggler: float | None  # median step time over the median of all ranks (1.0 = typical)
+    straggler: float | None  # median own-work time over the median of all ranks (1.0 = typical)
     series: tuple[Point, ...]
 
     def age(self, now: float) -> float | None:
@@ -187,7 +189,8 @@ class RunState:
                 row.phase = "step-done"
                 if isinstance(step, int) and not isinstance(step, bool):
                     row.pending.append(Point(step, _num(ev.get("loss"), None), _num(ev.get("grad_norm"), None),
-                                             _num(ev.get("loss_scale"), None), row.step_ms if st is not None else None))
+                                             _num(ev.get("loss_scale"), None), None if st is None else st * 1000.0,
+                                             _work_ms(st, dw, ev.get("phases"))))
             elif kind == "heartbeat":
                 row.phase = _str(ev.get("phase")) or row.phase
                 row.where = _str(ev.get("where_user")) or _str(ev.get("where")) or row.where
@@ -233,7 +236,7 @@ class RunState:
             if row.pending:
                 row.series = (row.series + tuple(row.pending))[-SERIES_LEN:]
                 row.pending = []
-            recent = [p.step_ms for p in row.series[-STRAGGLER_WINDOW:] if p.step_ms is not None]
+            recent = [p.work_ms for p in row.series[-STRAGGLER_WINDOW:] if p.work_ms is not None]
             if recent:
                 medians[r] = _median(recent)
         typical = _median(list(medians.values())) if len(medians) >= 2 else None
@@ -304,6 +307,17 @@ def _root_cause(found: list[dict[str, Any]]) -> tuple[int | None, str | None]:
     if rc is None:
         return None, None
     return (rc["rank"] if isinstance(rc["rank"], int) else None), rc["rule"]
+
+
+def _work_ms(step_time: float | None, data_wait: float | None, phases: Any) -> float | None:
+    """The rank's own work in a step (ms), as the straggler rule measures it (checks/run.py _own_time):
+    a straggler's peers wait for it inside the collective, so their step time is as long as its own."""
+    if step_time is None:
+        return None
+    sync = 0.0
+    if isinstance(phases, dict):
+        sync = sum(float(v) for k, v in phases.items() if k in SYNC_PHASES and isinstance(v, (int, float)))
+    return max(0.0, step_time - sync - (data_wait or 0.0)) * 1000.0
 
 
 def _tokens_per_step(meta: dict[str, Any]) -> int | None:

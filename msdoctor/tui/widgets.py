@@ -281,17 +281,26 @@ class HeatStrip(ScrollView, can_focus=False):
         self.snap: Snapshot | None = None
         self.median = 0.0
         self.last_step = 0
+        self.first_step = 1
+        self._window_for: tuple[int, int] | None = None
 
     def set_snapshot(self, snap: Snapshot) -> None:
         self.snap = snap
-        width = max(1, self.scrollable_content_region.width - self.LABEL)
-        self.last_step = max((r.series[-1].step for r in snap.ranks if r.series), default=0)
-        lo = self.last_step - width + 1
-        vals = [p.step_ms for r in snap.ranks for p in r.series[-width:] if p.step >= lo and p.step_ms is not None]
-        # the median of at most ~20k values each snapshot: cheap next to rendering
-        self.median = sorted(vals)[len(vals) // 2] if vals else 0.0
-        self.virtual_size = Size(self.scrollable_content_region.width, len(snap.ranks) + 1)
+        self._window_for = None
+        self.virtual_size = Size(max(1, self.scrollable_content_region.width), len(snap.ranks) + 1)
         self.refresh()
+
+    def _window(self, width: int) -> None:
+        """The steps shown (the last ``width - LABEL``) and the median own-work time over them."""
+        snap = self.snap
+        if snap is None or self._window_for == (id(snap), width):
+            return
+        self._window_for = (id(snap), width)
+        cols = max(1, width - self.LABEL)
+        self.last_step = max((r.series[-1].step for r in snap.ranks if r.series), default=0)
+        lo = self.first_step = max(1, self.last_step - cols + 1)
+        vals = sorted(p.work_ms for r in snap.ranks for p in r.series[-cols:] if p.step >= lo and p.work_ms is not None)
+        self.median = vals[len(vals) // 2] if vals else 0.0
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
@@ -299,10 +308,12 @@ class HeatStrip(ScrollView, can_focus=False):
         snap = self.snap
         if snap is None:
             return Strip.blank(width, base)
+        self._window(width)
         cols = max(1, width - self.LABEL)
-        lo = self.last_step - cols + 1
+        lo = self.first_step
         if y == 0:
-            head = f"{'rank':>{self.LABEL - 1}} steps {max(1, lo)}..{self.last_step}  (step time / median {self.median:.0f} ms)"
+            head = (f"{'rank':>{self.LABEL - 1}} steps {lo}..{self.last_step}: own work per step (step time less the "
+                    f"wait for peers and data) / median {self.median:.0f} ms")
             return Strip([Segment(head[:width], base + Style(dim=True))]).adjust_cell_length(width, base)
         i = int(self.scroll_y) + y - 1
         if i >= len(snap.ranks):
@@ -314,8 +325,8 @@ class HeatStrip(ScrollView, can_focus=False):
         levels: list[int | None] = [None] * cols
         for p in r.series[-cols:]:
             j = p.step - lo
-            if 0 <= j < cols and p.step_ms is not None and self.median > 0:
-                lvl = heat_level(p.step_ms / self.median)
+            if 0 <= j < cols and p.work_ms is not None and self.median > 0:
+                lvl = heat_level(p.work_ms / self.median)
                 levels[j] = lvl
                 cells[j] = self.glyphs.heat[min(len(self.glyphs.heat) - 1, 2 + lvl)]
         run_start = 0
@@ -330,7 +341,7 @@ class HeatStrip(ScrollView, can_focus=False):
 
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("loss", "loss", ".3f"), ("grad_norm", "grad norm", ".3f"), ("loss_scale", "loss scale", ".0f"),
-    ("step_ms", "step ms", ".0f"),
+    ("step_ms", "step ms", ".0f"), ("work_ms", "work ms", ".0f"),
 )
 
 
@@ -360,7 +371,7 @@ class Plots(Widget):
     """Loss, grad norm, loss scale and step time over the last steps: the median over all ranks, the
     selected rank, and for step time the slowest rank; one sparkline each, live."""
 
-    DEFAULT_CSS = "Plots { height: 1fr; }"
+    DEFAULT_CSS = "Plots { height: auto; }"
     LABEL = 24
 
     def __init__(self, glyphs: Glyphs, *, id: str | None = None) -> None:
@@ -390,14 +401,14 @@ class Plots(Widget):
             shown = []
             if self.selected is not None and self.selected in by_rank:
                 shown.append(self.selected)
-            if metric == "step_ms":
+            if metric in ("step_ms", "work_ms"):
                 means = {r: sum(s.values()) / len(s) for r, s in per.items() if s}
                 if means:
                     slow = max(means, key=lambda r: means[r])
                     if slow not in shown:
                         shown.append(slow)
             for rk in shown:
-                tag = " (slowest)" if metric == "step_ms" and rk != self.selected else ""
+                tag = " (slowest)" if metric in ("step_ms", "work_ms") and rk != self.selected else ""
                 lines.append((f"  rank {rk}{tag}", [per[rk].get(k) for k in steps]))
             vals = [v for _, vs in lines for v in vs if v is not None]
             lo, hi = (min(vals), max(vals)) if vals else (0.0, 0.0)
