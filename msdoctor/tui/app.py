@@ -30,7 +30,9 @@ from msdoctor.tui.state import SEVERITIES, FindingView, RunState, Snapshot
 from msdoctor.tui.text import Glyphs, line
 from msdoctor.tui.widgets import COLUMNS, SORTABLE, HeatStrip, Plots, RankTable
 
-FINDING_COLUMNS = ("severity", "rule", "rank", "step", "message")
+FINDING_COLUMNS: tuple[tuple[str, int | None], ...] = (
+    ("severity", 8), ("rule", 8), ("rank", 4), ("step", 5), ("message", None))
+SHORT_SEVERITY = {"error": "err", "warning": "warn", "info": "info"}
 SEVERITY_FILTERS: tuple[str | None, ...] = (None, *SEVERITIES)
 HEARTBEAT_REPOST_S = 1.0
 
@@ -39,7 +41,7 @@ class MonitorApp(App[int]):
     TITLE = "msdoctor monitor"
     CSS = """
     #jobbar { height: 1; background: $boost; padding: 0 1; }
-    #ranks { height: 1fr; min-height: 4; }
+    #ranks { height: auto; max-height: 50%; min-height: 3; }
     #lower { height: 1fr; min-height: 7; }
     #findings { height: 1fr; }
     #status { height: 1; color: $text-muted; padding: 0 1; }
@@ -122,8 +124,8 @@ class MonitorApp(App[int]):
         self.w_status = self.query_one("#status", Static)
         self.sub_title = line(self.run_dir)
         findings = self.w_findings
-        for c in FINDING_COLUMNS:
-            findings.add_column(c, key=c)
+        for c, width in FINDING_COLUMNS:  # fixed widths: measured ones depend on when the first rows came
+            findings.add_column(c, key=c, width=width)
         for tabs in self.w_lower.query(Tabs):
             tabs.can_focus = False  # Tab goes rank table -> findings; 1 2 3 switch the panes
         if self.ascii_only:
@@ -196,11 +198,21 @@ class MonitorApp(App[int]):
             self.on_update(snap)
 
     def job_line(self, snap: Snapshot) -> Text:
+        """Job-level figures, most telling first (an 80-column terminal cuts the end)."""
         t = Text(no_wrap=True, overflow="crop")
         steps = [r.step for r in snap.ranks if r.step is not None]
         lo = min(steps) if steps else None
         t.append(f"step {'-' if lo is None else lo}" + (f"/{snap.target_steps}" if snap.target_steps else ""), "bold")
+        if snap.culprit is not None:
+            t.append(f"  culprit: rank {snap.culprit} ({snap.root_rule})", "bold color(203)")
+        if snap.stragglers:
+            t.append(f"  slow: {_ranks(snap.stragglers)}", "bold color(220)")
+        t.append("  ")
+        for sev, n in snap.by_severity().items():
+            t.append(f"{n} {SHORT_SEVERITY[sev]}", SEVERITY_STYLE[sev] if n else "dim")
+            t.append(" ")
         running = sum(1 for r in snap.ranks if r.shown_status(self.clock()) == "running")
+        t.append(f" {running}/{len(snap.ranks)} running")
         if running:  # a rate or an ETA of ranks that stopped would be a guess
             t.append(f"  {_rate(snap.steps_per_s)} steps/s")
             if snap.tokens_per_s:
@@ -211,14 +223,6 @@ class MonitorApp(App[int]):
             t.append("  finished")
         elif snap.ranks:
             t.append("  stopped", "bold color(203)")
-        t.append(f"  ranks {running}/{len(snap.ranks)} running  ")
-        for sev, n in snap.by_severity().items():
-            t.append(f"{n} {sev}", SEVERITY_STYLE[sev] if n else "dim")
-            t.append(" ")
-        if snap.culprit is not None:
-            t.append(f" culprit: rank {snap.culprit} ({snap.root_rule})", "bold color(203)")
-        if snap.stragglers:
-            t.append(f" slow: {_ranks(snap.stragglers)}", "bold color(220)")
         if self.paused:
             t.append("  PAUSED", "reverse")
         return t

@@ -114,7 +114,7 @@ class RankScreen(Screen[None]):
         yield Static(head, id="rank-head")
         with Vertical(id="rank-cols"):
             ev = Log(id="rank-events", highlight=False)
-            ev.border_title = "recent events"
+            ev.border_title = "recent events (UTC)"
             yield ev
             lg = Log(id="rank-log", highlight=False)
             lg.border_title = Text(f"log {line(source.log_path(self.run_dir, self.rank))}")
@@ -182,7 +182,7 @@ def _event_lines(evs: list[dict[str, Any]]) -> list[str]:
     out = []
     for ev in evs:
         t = ev.get("t")
-        ts = _time.strftime("%H:%M:%S", _time.localtime(t)) if isinstance(t, (int, float)) else "--:--:--"
+        ts = _time.strftime("%H:%M:%S", _time.gmtime(t)) if isinstance(t, (int, float)) else "--:--:--"
         kind = ev.get("kind")
         if kind == "checksum":
             rest = f"step {ev.get('step')} ({len(ev.get('sums') or {})} parameters)"

@@ -34,7 +34,7 @@ def test_overview_names_the_hung_rank(hang_run):
             text = screen_text(app)
             culprit_line = next(s for s in text.splitlines() if s.startswith(app.glyphs.culprit))
             assert culprit_line.split()[1:4] == ["1", "running", "3"] and "train.py:270 train" in culprit_line
-            assert "culprit: rank 1 (COMM201)" in text and "2 error" in text
+            assert "culprit: rank 1 (COMM201)" in text and "2 err 0 warn 0 info" in text
             findings = app.query_one("#findings")
             assert findings.row_count == 2
             assert [str(findings.get_row_at(i)[1]) for i in range(2)] == ["COMM201", "COMM203"]
