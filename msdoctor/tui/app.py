@@ -166,7 +166,8 @@ class MonitorApp(App[int]):
         worker = get_current_worker()
         state = RunState(self.run_dir, clock=self.clock)  # private to this thread
         last_post = -1e9
-        while not worker.is_cancelled:
+        # the app closing cancels the worker; an app that failed on the way may not: stop with it too
+        while not worker.is_cancelled and self.is_running and self.return_code is None:
             changed = state.poll()
             now = time.monotonic()
             if changed or now - last_post >= HEARTBEAT_REPOST_S:

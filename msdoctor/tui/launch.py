@@ -15,7 +15,7 @@ from typing import Any
 
 
 def run_with_tui(run_dir: Path, supervise: Callable[[], int], ascii_only: bool | None = None,
-                 app_factory: Callable[..., Any] | None = None) -> int:
+                 app_factory: Callable[..., Any] | None = None, headless: bool = False) -> int:
     """``supervise()`` in a thread, the monitor over ``run_dir`` in this one; returns supervise's code.
 
     An exception raised by ``supervise`` is re-raised here, after the monitor closed.
@@ -44,7 +44,7 @@ def run_with_tui(run_dir: Path, supervise: Callable[[], int], ascii_only: bool |
 
     th = threading.Thread(target=target, name="msdoctor-supervise", daemon=True)
     th.start()
-    app.run()
+    app.run(headless=headless)
     if not done.is_set():
         print("msdoctor: monitor closed; the job and its supervisor keep running "
               f"(`msdoctor monitor {run_dir}` reopens it)", file=sys.stderr)
