@@ -30,8 +30,9 @@ from msdoctor.tui.state import SEVERITIES, FindingView, RunState, Snapshot
 from msdoctor.tui.text import Glyphs, line
 from msdoctor.tui.widgets import COLUMNS, SORTABLE, HeatStrip, Plots, RankTable
 
-FINDING_COLUMNS: tuple[tuple[str, int | None], ...] = (
-    ("severity", 8), ("rule", 8), ("rank", 4), ("step", 5), ("message", None))
+MESSAGE_WIDTH = 240
+FINDING_COLUMNS: tuple[tuple[str, int], ...] = (
+    ("severity", 8), ("rule", 8), ("rank", 4), ("step", 5), ("message", MESSAGE_WIDTH))
 SHORT_SEVERITY = {"error": "err", "warning": "warn", "info": "info"}
 SEVERITY_FILTERS: tuple[str | None, ...] = (None, *SEVERITIES)
 HEARTBEAT_REPOST_S = 1.0
@@ -239,7 +240,7 @@ class MonitorApp(App[int]):
             table.add_row(
                 Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), Text(f.rule),
                 Text("all" if f.rank is None else str(f.rank)), Text("-" if f.step is None else str(f.step)),
-                Text(line(f.message or f.title, 300)), key=f.key)
+                Text(line(f.message or f.title, MESSAGE_WIDTH)), key=f.key)
         if table.row_count:
             table.move_cursor(row=min(keep, table.row_count - 1))
 

@@ -71,12 +71,20 @@ class FindingScreen(Screen[None]):
 
     def _stack_text(self, body: str) -> Text:
         t = Text(f"Stack of rank {self.finding.rank}\n", style="bold underline")
-        t.append(clean(body))
+        t.append(clean(main_thread_first(body)))
         return t
 
     def action_open_rank(self) -> None:
         if self.finding.rank is not None:
             self.app.call_later(self.app.open_rank, self.finding.rank)  # type: ignore[attr-defined]
+
+
+def main_thread_first(dump: str) -> str:
+    """A faulthandler dump with the thread that was running (faulthandler's "Current thread", the
+    main thread for a SIGUSR1 dump) first: that is where the rank is stuck."""
+    blocks = dump.strip("\n").split("\n\n")
+    current = [b for b in blocks if b.startswith("Current thread")]
+    return "\n\n".join(current + [b for b in blocks if not b.startswith("Current thread")])
 
 
 class RankScreen(Screen[None]):
@@ -122,7 +130,8 @@ class RankScreen(Screen[None]):
             stack = source.stack_text(self.run_dir, self.rank)
             with VerticalScroll(id="rank-stack") as vs:
                 vs.border_title = "stack dump"
-                yield Static(Text(clean(stack) if stack else "(no stack dump: msdoctor asks for one when the rank hangs)"),
+                yield Static(Text(clean(main_thread_first(stack)) if stack else
+                                  "(no stack dump: msdoctor asks for one when the rank hangs)"),
                              id="rank-stack-text")
         yield Input(placeholder="search the log (Enter to apply, Escape to close)", id="log-search")
         yield _footer(self.app)

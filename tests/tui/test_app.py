@@ -54,7 +54,9 @@ def test_enter_on_a_finding_opens_evidence_stack_fix_and_explain(hang_run):
             screen = app.screen
             assert screen.finding.rule == "COMM201" and screen.finding.rank == 1
             stack = str(screen.query_one("#finding-stack").render())
-            assert 'train.py", line 270 in train' in stack and "Current thread" in stack
+            # the thread that was running (where the rank is stuck) first, the watchdog's thread after
+            assert stack.startswith("Stack of rank 1\nCurrent thread") and 'train.py", line 270 in train' in stack
+            assert "in _beat" in stack
             text = " ".join(str(w.render()) for w in screen.query(".section"))
             assert "rank 1: no progress since" in text  # evidence
             assert "Fix the code at the culprit's stack top" in text  # fix
