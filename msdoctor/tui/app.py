@@ -26,6 +26,7 @@ from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, Ta
 from textual.widgets._tabs import Underline
 
 from msdoctor.tui.screens import SEVERITY_STYLE, FindingScreen, HelpScreen, JumpScreen, RankScreen
+from msdoctor.tui.source import ReplayReader
 from msdoctor.tui.state import SEVERITIES, FindingView, RunState, Snapshot
 from msdoctor.tui.text import Glyphs, line
 from msdoctor.tui.widgets import COLUMNS, SORTABLE, HeatStrip, Plots, RankTable
@@ -82,9 +83,12 @@ class MonitorApp(App[int]):
             self.snapshot = snapshot
 
     def __init__(self, run_dir: Path, poll_s: float = 0.5, clock: Callable[[], float] = time.time,
-                 ascii_only: bool = False) -> None:
+                 ascii_only: bool = False, replay: ReplayReader | None = None) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
+        self.replay = replay  # a finished run played back: its reader and its clock
+        if replay is not None:
+            clock = replay.clock
         self.poll_s = poll_s
         self.clock = clock
         self.ascii_only = ascii_only
@@ -165,7 +169,7 @@ class MonitorApp(App[int]):
         from textual.worker import get_current_worker
 
         worker = get_current_worker()
-        state = RunState(self.run_dir, clock=self.clock)  # private to this thread
+        state = RunState(self.run_dir, clock=self.clock, reader=self.replay)  # private to this thread
         last_post = -1e9
         # the app closing cancels the worker; an app that failed on the way may not: stop with it too
         while not worker.is_cancelled and self.is_running and self.return_code is None:
@@ -254,6 +258,8 @@ class MonitorApp(App[int]):
                  f"findings: {self.severity_filter or 'all'}"]
         if snap is not None and snap.skipped:
             parts.append(f"{snap.skipped} unreadable line(s) skipped")
+        if self.replay is not None:
+            parts.append(f"replay x{self.replay.speed:g}" + (" (done)" if self.replay.done else ""))
         if self.paused:
             parts.append("PAUSED (p resumes)")
         self.w_status.update(Text(" | ".join(parts)))
@@ -386,8 +392,9 @@ def _ranks(rs: Iterable[int]) -> str:
 
 
 def make_app(run_dir: Path, poll_s: float = 0.5, clock: Callable[[], float] = time.time,
-             ascii_only: bool = False) -> MonitorApp:
-    return MonitorApp(run_dir, poll_s=poll_s, clock=clock, ascii_only=ascii_only)
+             ascii_only: bool = False, replay_speed: float | None = None) -> MonitorApp:
+    replay = ReplayReader(Path(run_dir), replay_speed) if replay_speed else None
+    return MonitorApp(run_dir, poll_s=poll_s, clock=clock, ascii_only=ascii_only, replay=replay)
 
 
 __all__ = ["COLUMNS", "MonitorApp", "make_app"]

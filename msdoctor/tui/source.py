@@ -7,7 +7,10 @@ drill-down screens call the small readers below. Today they sit on :mod:`msdocto
 
 from __future__ import annotations
 
+import math
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,3 +124,57 @@ def recent_events(run_dir: Path, rank: int, n: int = 200, max_bytes: int = 256 <
         if isinstance(ev, dict):
             out.append(ev)
     return out[-n:]
+
+
+class ReplayReader:
+    """A finished run replayed: its events and findings released in time order at ``speed`` times the
+    pace they were written, as if the run were live (``msdoctor monitor RUN --replay SPEED``)."""
+
+    def __init__(self, run_dir: Path, speed: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.run_dir, self.speed, self._mono = run_dir, speed, monotonic
+        self._skipped = 0
+        evs: list[tuple[float, int, dict[str, Any]]] = []
+        for rank, path in events.rank_files(run_dir).items():
+            tail = events.Tail(path)
+            for ev in tail.read():
+                t = ev.get("t")
+                evs.append((float(t) if isinstance(t, (int, float)) else -math.inf, rank, ev))
+            self._skipped += tail.skipped
+        evs.sort(key=lambda x: x[0])
+        self._events = evs
+        ftail = events.Tail(run_dir / FINDINGS_FILE)
+        found = []
+        for f in ftail.read():
+            t = f.get("t", f.get("first_seen"))
+            found.append((float(t) if isinstance(t, (int, float)) else -math.inf, f))
+        found.sort(key=lambda x: x[0])
+        self._findings = found
+        self._skipped += ftail.skipped
+        known = [t for t, _, _ in evs if t > -math.inf]
+        self.t0 = min(known) if known else 0.0
+        self.t_end = max(known) if known else 0.0
+        self._start: float | None = None
+        self._i = self._j = 0
+
+    def clock(self) -> float:
+        """The replayed run's time now (its first event's time when the replay starts)."""
+        if self._start is None:
+            self._start = self._mono()
+        return self.t0 + (self._mono() - self._start) * self.speed
+
+    def read(self) -> Batch:
+        now = self.clock()
+        out: dict[int, list[dict[str, Any]]] = {}
+        while self._i < len(self._events) and self._events[self._i][0] <= now:
+            _, rank, ev = self._events[self._i]
+            out.setdefault(rank, []).append(ev)
+            self._i += 1
+        found = []
+        while self._j < len(self._findings) and self._findings[self._j][0] <= now:
+            found.append(self._findings[self._j][1])
+            self._j += 1
+        return Batch(out, found, self._skipped)
+
+    @property
+    def done(self) -> bool:
+        return self._i >= len(self._events) and self._j >= len(self._findings)

@@ -135,7 +135,7 @@ class RunState:
     latest: dict[tuple[Any, Any], dict[str, Any]] = field(default_factory=dict)  # (rule, rank) → finding
     skipped_lines: int = 0
     bad_findings: int = 0
-    reader: source.RunReader | None = None
+    reader: source.RunReader | source.ReplayReader | None = None
     _findings_view: tuple[FindingView, ...] = ()
     _root: tuple[int | None, str | None] = (None, None)
     _meta: dict[str, Any] | None = None

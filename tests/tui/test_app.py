@@ -238,3 +238,14 @@ def test_heat_strip_and_plots_show_the_straggler(straggler_run):
             assert "rank 1 (slowest)" in labels
 
     run(scenario())
+
+
+def test_a_finished_run_replayed(hang_run):
+    async def scenario():
+        app = make_app(hang_run, poll_s=0.05, replay_speed=1000.0)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.replay.done and app.snapshot is not None and app.snapshot.findings)
+            await wait_for(pilot, lambda: "replay x1000 (done)" in screen_text(app))
+            assert app.snapshot.culprit == 1 and [r.step for r in app.snapshot.ranks] == [3, 3]
+
+    run(scenario())

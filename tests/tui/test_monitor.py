@@ -138,3 +138,34 @@ def test_monitor_cli_missing_dir_is_one_line(cli, tmp_path):
 def test_train_tui_without_a_terminal_is_a_usage_error(cli, tmp_path):
     r = cli("train", "--tui", "--run-dir", str(tmp_path / "r"))
     assert r.rc == 2 and "--tui needs a terminal" in r.err and not (tmp_path / "r").exists()
+
+
+
+def test_replay_releases_events_and_findings_at_their_pace():
+    from msdoctor.tui.source import ReplayReader
+    from tests.tui.conftest import RUNS
+
+    mono = [100.0]
+    rp = ReplayReader(RUNS / "hang", speed=2.0, monotonic=lambda: mono[0])
+    st = RunState(RUNS / "hang", clock=rp.clock, reader=rp)
+    st.poll()  # the replay starts: only what was written at the first event's time
+    first = st.snapshot()
+    assert first.t == rp.t0 and all(r.step is None for r in first.ranks) and first.findings == ()
+    mono[0] += 3.0  # 6 s of the run at speed 2
+    st.poll()
+    mid = st.snapshot()
+    assert mid.t == rp.t0 + 6.0
+    assert all(r.last_seen is None or r.last_seen <= rp.t0 + 6.0 for r in mid.ranks)
+    mono[0] += (rp.t_end - rp.t0) / 2.0  # the whole run
+    st.poll()
+    end = st.snapshot()
+    live = RunState(RUNS / "hang")
+    live.poll()
+    assert [(r.rank, r.step, r.status) for r in end.ranks] == [(r.rank, r.step, r.status) for r in live.snapshot().ranks]
+    assert {f.rule for f in end.findings} == {"COMM201", "COMM203"} and rp.done
+
+
+def test_monitor_replay_speed_must_be_positive(cli, tmp_path):
+    (tmp_path / "events").mkdir()
+    r = cli("monitor", str(tmp_path), "--replay", "0")
+    assert r.rc == 2 and "--replay speed must be positive" in r.err
