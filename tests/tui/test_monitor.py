@@ -169,3 +169,14 @@ def test_monitor_replay_speed_must_be_positive(cli, tmp_path):
     (tmp_path / "events").mkdir()
     r = cli("monitor", str(tmp_path), "--replay", "0")
     assert r.rc == 2 and "--replay speed must be positive" in r.err
+
+
+def test_monitor_web_port_in_use_is_one_line(cli, tmp_path):
+    import socket
+
+    (tmp_path / "events").mkdir()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        r = cli("monitor", str(tmp_path), "--web", "--port", str(s.getsockname()[1]))
+    assert r.rc == 2 and r.err.count("\n") == 1 and "cannot listen on 127.0.0.1:" in r.err
