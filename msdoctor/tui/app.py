@@ -27,7 +27,7 @@ from textual.widgets._tabs import Underline
 
 from msdoctor.tui.screens import SEVERITY_STYLE, FindingScreen, HelpScreen, JumpScreen, RankScreen
 from msdoctor.tui.source import ReplayReader
-from msdoctor.tui.state import SEVERITIES, FindingView, RunState, Snapshot
+from msdoctor.tui.state import SEVERITIES, FindingView, RankView, RunState, Snapshot
 from msdoctor.tui.text import Glyphs, line
 from msdoctor.tui.widgets import COLUMNS, SORTABLE, HeatStrip, Plots, RankTable
 
@@ -72,6 +72,7 @@ class MonitorApp(App[int]):
         ("f", "filter the findings: all, error, warning, info", "cycle_filter"),
         ("j", "jump to a rank", "jump"),
         ("/", "search the selected rank's log", "search_log"),
+        ("d", "in a finding or a rank: have the live rank dump its stack now", ""),
         ("1 2 3", "findings / step-time heat-strip / plots", ""),
         ("?", "this help", "help"),
         ("ctrl+p", "command palette", ""),
@@ -283,6 +284,10 @@ class MonitorApp(App[int]):
     def on_tabbed_content_tab_activated(self, message: TabbedContent.TabActivated) -> None:
         if self.snapshot is not None:
             self.show(self.snapshot)
+
+    def rank_view(self, rank: int) -> RankView | None:
+        snap = self.latest or self.snapshot
+        return None if snap is None else next((r for r in snap.ranks if r.rank == rank), None)
 
     def open_rank(self, rank: int, search: bool = False) -> None:
         view = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,39 @@ def explain_text(rule_id: str) -> str | None:
     return None if rule is None else rule_markdown(rule, heading="#")
 
 
+def ask_for_stack(screen: Screen[None], rank: int, show: Callable[[str], None]) -> None:
+    """``d``: have a live rank dump its stack now, and show the new dump when it lands."""
+    app: Any = screen.app
+    view = app.rank_view(rank)
+    if view is None:
+        app.notify(f"rank {rank}: not seen yet", severity="warning", markup=False)
+        return
+    before = source.stack_text(app.run_dir, rank)  # before the signal: the dump can land at once
+    ok, msg = source.request_stack(rank, view.shown_status(app.clock()), view.pid, view.host, view.started)
+    app.notify(msg, severity="information" if ok else "warning", markup=False)
+    if not ok:
+        return
+    tries = [0]
+
+    def check() -> None:
+        now = source.stack_text(app.run_dir, rank)
+        tries[0] += 1
+        if now and now != before:
+            show(now)
+            timer.stop()
+        elif tries[0] >= 30:
+            app.notify(f"rank {rank} wrote no stack within 9 s (is its main thread holding the GIL?)",
+                       severity="warning", markup=False)
+            timer.stop()
+
+    timer = screen.set_interval(0.3, check)
+
+
 class FindingScreen(Screen[None]):
     """A finding whole: message, evidence, the named rank's stack dump, the fix, the rule's explain text."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("r", "open_rank", "Rank detail"),
-                Binding("q", "app.quit", "Quit")]
+                Binding("d", "dump_stack", "Dump stack"), Binding("q", "app.quit", "Quit")]
     CSS = "FindingScreen .section { margin: 0 1 1 1; }"
 
     def __init__(self, run_dir: Path, finding: FindingView) -> None:
@@ -74,6 +103,11 @@ class FindingScreen(Screen[None]):
         t.append(clean(main_thread_first(body)))
         return t
 
+    def action_dump_stack(self) -> None:
+        if self.finding.rank is not None:
+            ask_for_stack(self, self.finding.rank,
+                          lambda text: self.query_one("#finding-stack", Static).update(self._stack_text(text)))
+
     def action_open_rank(self) -> None:
         if self.finding.rank is not None:
             self.app.call_later(self.app.open_rank, self.finding.rank)  # type: ignore[attr-defined]
@@ -91,7 +125,8 @@ class RankScreen(Screen[None]):
     """One rank: its figures, recent events, its log (searchable) and its stack dump."""
 
     BINDINGS = [Binding("escape", "back", "Back"), Binding("slash", "search", "Search log"),
-                Binding("n", "toggle_nonmatching", "Only matches"), Binding("q", "app.quit", "Quit")]
+                Binding("n", "toggle_nonmatching", "Only matches"), Binding("d", "dump_stack", "Dump stack"),
+                Binding("q", "app.quit", "Quit")]
     CSS = """
     RankScreen #rank-head { height: auto; margin: 0 1; }
     RankScreen #rank-cols { height: 1fr; }
@@ -167,6 +202,10 @@ class RankScreen(Screen[None]):
         event.input.remove_class("visible")
         self.query_one("#rank-log", Log).focus()
         self._show_log()
+
+    def action_dump_stack(self) -> None:
+        ask_for_stack(self, self.rank,
+                      lambda text: self.query_one("#rank-stack-text", Static).update(Text(clean(main_thread_first(text)))))
 
     def action_toggle_nonmatching(self) -> None:
         self.only_matches = not self.only_matches

@@ -178,3 +178,31 @@ class ReplayReader:
     @property
     def done(self) -> bool:
         return self._i >= len(self._events) and self._j >= len(self._findings)
+
+
+def request_stack(rank: int, status: str, pid: int | None, host: str, started: float | None) -> tuple[bool, str]:
+    """Ask a live rank for a faulthandler dump of every thread (the watchdog's SIGUSR1, as the supervisor
+    does on a hang); it lands in ``events/rank_<r>.stack.txt``. Only a running rank on this host whose
+    pid still is the process that started it (a pid reused by another process must not get the signal)."""
+    import signal
+    import socket
+
+    if status not in ("starting", "running", "silent"):
+        return False, f"rank {rank} has ended: no process to ask for a stack"
+    if pid is None:
+        return False, f"rank {rank}: no pid in its start event"
+    if host and host != socket.gethostname():
+        return False, f"rank {rank} runs on {host}: run `kill -USR1 {pid}` there"
+    try:
+        import psutil
+
+        created = psutil.Process(pid).create_time()
+    except Exception:  # gone, or the process table is unreadable
+        return False, f"rank {rank}: process {pid} is gone"
+    if started is not None and created > started + 1.0:
+        return False, f"rank {rank}: pid {pid} now belongs to another process"
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except OSError as exc:
+        return False, f"rank {rank}: cannot signal pid {pid}: {exc.strerror or exc}"
+    return True, f"asked rank {rank} (pid {pid}) for a stack dump"

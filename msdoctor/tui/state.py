@@ -49,6 +49,8 @@ class RankView:
     where: str
     last_seen: float | None
     pid: int | None
+    host: str  # where the rank runs (its start event)
+    started: float | None  # time stamp of its start event
     straggler: float | None  # median own-work time over the median of all ranks (1.0 = typical)
     series: tuple[Point, ...]
 
@@ -118,6 +120,8 @@ class _Rank:
     where: str = ""
     last_seen: float | None = None
     pid: int | None = None
+    host: str = ""
+    started: float | None = None
     series: tuple[Point, ...] = ()
     pending: list[Point] = field(default_factory=list)
     rate: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=RATE_WINDOW))
@@ -170,6 +174,7 @@ class RunState:
                 row.status = "running"
                 pid = ev.get("pid")
                 row.pid = pid if isinstance(pid, int) else row.pid
+                row.host, row.started = _str(ev.get("host")) or row.host, t
             elif kind == "step":
                 row.status = "running" if row.status == "starting" else row.status
                 step = ev.get("step")
@@ -249,7 +254,8 @@ class RunState:
                 stragglers.add(r)
             if row.dirty or row.view is None or row.view.straggler != score:
                 row.view = RankView(r, row.status, row.step, row.loss, row.step_ms, row.data_wait_ms, row.rss_mb,
-                                    row.device_mb, row.phase, row.where, row.last_seen, row.pid, score, row.series)
+                                    row.device_mb, row.phase, row.where, row.last_seen, row.pid, row.host, row.started,
+                                    score, row.series)
                 row.dirty = False
             views.append(row.view)
         for f in self._findings_view:

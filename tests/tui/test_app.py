@@ -249,3 +249,41 @@ def test_a_finished_run_replayed(hang_run):
             assert app.snapshot.culprit == 1 and [r.step for r in app.snapshot.ranks] == [3, 3]
 
     run(scenario())
+
+
+def test_d_asks_a_live_rank_for_its_stack(tmp_path):
+    from msdoctor.watch.watchdog import Watchdog
+
+    wd = Watchdog(tmp_path, 0, world=1, heartbeat_s=60).start()  # this process plays rank 0
+    wd.step(1, loss=1.0, step_time=0.1)
+    try:
+        async def scenario():
+            app = make_app(tmp_path, poll_s=0.05)
+            async with app.run_test(size=(120, 40)) as pilot:
+                await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.ranks)
+                await pilot.press("enter")
+                await wait_for(pilot, lambda: isinstance(app.screen, RankScreen))
+                assert "no stack dump" in str(app.screen.query_one("#rank-stack-text").render())
+                await pilot.press("d")  # SIGUSR1 to this process: its faulthandler writes the dump
+                await wait_for(pilot, lambda: "Current thread" in str(app.screen.query_one("#rank-stack-text").render()))
+                stack = str(app.screen.query_one("#rank-stack-text").render())
+                assert stack.startswith("Current thread") and "in request_stack" in stack  # where the signal arrived
+
+        run(scenario())
+    finally:
+        wd.close("ok")
+
+
+def test_stack_requests_only_go_to_live_local_ranks_of_their_own_pid():
+    import os
+    import socket
+    import time
+
+    from msdoctor.tui.source import request_stack
+
+    me, host = os.getpid(), socket.gethostname()
+    assert request_stack(0, "ended", me, host, time.time())[1] == "rank 0 has ended: no process to ask for a stack"
+    ok, msg = request_stack(0, "running", me, "elsewhere", time.time())
+    assert not ok and msg == f"rank 0 runs on elsewhere: run `kill -USR1 {me}` there"
+    ok, msg = request_stack(0, "running", me, host, 1.0)  # started long before this process: pid reused
+    assert not ok and "now belongs to another process" in msg
