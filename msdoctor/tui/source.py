@@ -153,13 +153,11 @@ class ReplayReader:
         known = [t for t, _, _ in evs if t > -math.inf]
         self.t0 = min(known) if known else 0.0
         self.t_end = max(known) if known else 0.0
-        self._start: float | None = None
+        self._start = monotonic()  # set once here: clock() is called from the worker and the UI thread
         self._i = self._j = 0
 
     def clock(self) -> float:
-        """The replayed run's time now (its first event's time when the replay starts)."""
-        if self._start is None:
-            self._start = self._mono()
+        """The replayed run's time now (its first event's time when the replay started)."""
         return self.t0 + (self._mono() - self._start) * self.speed
 
     def read(self) -> Batch:
