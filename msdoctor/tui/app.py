@@ -83,6 +83,11 @@ class MonitorApp(App[int]):
             super().__init__()
             self.snapshot = snapshot
 
+    class TailFailed(Message):
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
     def __init__(self, run_dir: Path, poll_s: float = 0.5, clock: Callable[[], float] = time.time,
                  ascii_only: bool = False, replay: ReplayReader | None = None) -> None:
         super().__init__()
@@ -103,6 +108,7 @@ class MonitorApp(App[int]):
         self._shown_findings: tuple[FindingView, ...] | None = None
         self._shown_filter: str | None = None
         self._scrollbar_renderer: type[ScrollBarRender] | None = None
+        self.read_error: str | None = None  # the tail worker's last failure, until its next good read
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -174,14 +180,23 @@ class MonitorApp(App[int]):
         last_post = -1e9
         # the app closing cancels the worker; an app that failed on the way may not: stop with it too
         while not worker.is_cancelled and self.is_running and self.return_code is None:
-            changed = state.poll()
-            now = time.monotonic()
-            if changed or now - last_post >= HEARTBEAT_REPOST_S:
-                self.post_message(self.SnapshotReady(state.snapshot()))
-                last_post = now
+            try:
+                changed = state.poll()
+                now = time.monotonic()
+                if changed or now - last_post >= HEARTBEAT_REPOST_S:
+                    self.post_message(self.SnapshotReady(state.snapshot()))
+                    last_post = now
+            except Exception as exc:  # an unreadable file must not freeze the screen: say so, try again
+                self.post_message(self.TailFailed(f"{type(exc).__name__}: {exc}"))
             time.sleep(self.poll_s)
 
+    def on_monitor_app_tail_failed(self, message: TailFailed) -> None:
+        self.read_error = message.error
+        if self.w_ranks.is_attached:
+            self._show_status()
+
     def on_monitor_app_snapshot_ready(self, message: SnapshotReady) -> None:
+        self.read_error = None
         self.latest = message.snapshot
         if not self.paused and self.w_ranks.is_attached:
             self.show(message.snapshot)
@@ -259,6 +274,8 @@ class MonitorApp(App[int]):
                  f"findings: {self.severity_filter or 'all'}"]
         if snap is not None and snap.skipped:
             parts.append(f"{snap.skipped} unreadable line(s) skipped")
+        if self.read_error:
+            parts.append(f"read failed: {line(self.read_error, 120)}")
         if self.replay is not None:
             parts.append(f"replay x{self.replay.speed:g}" + (" (done)" if self.replay.done else ""))
         if self.paused:

@@ -287,3 +287,28 @@ def test_stack_requests_only_go_to_live_local_ranks_of_their_own_pid():
     assert not ok and msg == f"rank 0 runs on elsewhere: run `kill -USR1 {me}` there"
     ok, msg = request_stack(0, "running", me, host, 1.0)  # started long before this process: pid reused
     assert not ok and "now belongs to another process" in msg
+
+
+def test_a_failing_read_is_shown_and_retried(hang_run, monkeypatch):
+    from msdoctor.tui import state as state_mod
+
+    calls = [0]
+    real = state_mod.RunState.poll
+
+    def flaky(self):
+        calls[0] += 1
+        if calls[0] <= 3:
+            raise PermissionError(13, "Permission denied", "events/rank_0.jsonl")
+        return real(self)
+
+    monkeypatch.setattr(state_mod.RunState, "poll", flaky)
+
+    async def scenario():
+        app = app_for(hang_run)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.read_error is not None)
+            assert "PermissionError" in app.read_error
+            await wait_for(pilot, lambda: app.snapshot is not None and app.read_error is None)
+            assert [r.rank for r in app.snapshot.ranks] == [0, 1]
+
+    run(scenario())
