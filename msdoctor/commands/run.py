@@ -41,6 +41,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="stop the job once a hung rank is named with its stacks, instead of waiting for the "
                         "framework's own collective timeout")
     p.add_argument("--on-finding", metavar="CMD", help="shell command fed each finding as JSON on stdin")
+    p.add_argument("--tui", action="store_true",
+                   help="watch the job in the terminal UI (msdoctor monitor); closing it leaves the job running")
     p.add_argument("--no-inject", action="store_true",
                    help="do not put the watchdog bootstrap on the job's PYTHONPATH (logs are still watched)")
     p.add_argument("--log-dir", action="append", default=[], metavar="DIR",
@@ -358,6 +360,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no command to run: msdoctor run [OPTIONS] -- COMMAND [ARGS…]")
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if args.tui and (args.json or not sys.stdout.isatty()):
+        raise UsageError("--tui needs a terminal on stdout (and no --json); use `msdoctor monitor RUN` elsewhere")
     exe = shutil.which(cmd[0])
     if exe is None:
         raise InputError(f"{cmd[0]}: command not found")
@@ -398,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise InputError(f"{cmd[0]}: cannot start: {exc}") from None
         echo = threading.Thread(target=_echo, args=(console, echo_stop), daemon=True)
-        if not args.quiet and not args.json:
+        if not args.quiet and not args.json and not args.tui:  # the TUI owns the terminal; console.log keeps it
             echo.start()
         tracker = _ChildTracker(proc.pid)
         stopper = _Stopper(proc, tracker)
@@ -407,7 +411,12 @@ def run(args: argparse.Namespace) -> int:
         started = time.monotonic()
         try:
             try:
-                rc = supervise(run_dir, proc, world, opts)
+                if args.tui:  # the supervisor in a thread, the monitor here; closing it leaves the job running
+                    from msdoctor.tui.launch import run_with_tui
+
+                    rc = run_with_tui(run_dir, lambda: supervise(run_dir, proc, world, opts))
+                else:
+                    rc = supervise(run_dir, proc, world, opts)
             except Exception as exc:  # live diagnosis failing must not take the job down with it
                 meta["supervisor_error"] = f"{type(exc).__name__}: {exc}"
                 print(f"msdoctor run: live diagnosis stopped ({meta['supervisor_error']}); waiting for the job",
@@ -513,7 +522,7 @@ def _closing_report(run_dir: Path, tail: Any, inject: bool) -> dict[str, Any]:
             merged.pop(key)
     findings = sort_findings(list(merged.values()))
     payload.update(command="run", findings=[f.to_dict() for f in findings], timeline=timeline(findings),
-                   root_cause=root_cause(findings), skipped=[*payload.get("skipped", []), *skipped],
+                   root_cause=root_cause(findings).to_dict(), skipped=[*payload.get("skipped", []), *skipped],
                    log_lines_read=tail.lines)
     try:
         (run_dir / REPORT_FILE).write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))

@@ -60,6 +60,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master-port", type=int, metavar="P", help="msrun --master_port (default: a free port)")
     p.add_argument("--validate-only", action="store_true", help="judge the config, launch nothing")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    p.add_argument("--tui", action="store_true",
+                   help="watch the run in the terminal UI (msdoctor monitor); closing it leaves the job running")
 
 
 def free_port() -> int:
@@ -87,6 +89,8 @@ def _validate(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     if args.collective_timeout < 1:
         raise UsageError(f"--collective-timeout must be at least 1 s, got {args.collective_timeout}")
+    if getattr(args, "tui", False) and (args.json or not sys.stdout.isatty()):
+        raise UsageError("--tui needs a terminal on stdout (and no --json); use `msdoctor monitor RUN` elsewhere")
     try:
         injections = Injections(args.inject)
         injections.validate_world(args.workers)
@@ -352,10 +356,18 @@ def run(args: argparse.Namespace) -> int:
         tracker = _ChildTracker(proc.pid)
         started = time.monotonic()
         try:
+            def _supervise() -> int:
+                return supervise(run_dir, proc, args.workers,
+                                 SuperviseOptions(timeout_s=args.timeout, on_finding=args.on_finding,
+                                                  stop_on_hang=args.stop_on_hang))
+
             try:
-                rc = supervise(run_dir, proc, args.workers,
-                               SuperviseOptions(timeout_s=args.timeout, on_finding=args.on_finding,
-                                                stop_on_hang=args.stop_on_hang))
+                if args.tui:  # the supervisor in a thread, the monitor here; closing it leaves the job running
+                    from msdoctor.tui.launch import run_with_tui
+
+                    rc = run_with_tui(run_dir, _supervise)
+                else:
+                    rc = _supervise()
             except Exception as exc:  # live diagnosis failing must not take the training job down with it
                 meta["supervisor_error"] = f"{type(exc).__name__}: {exc}"
                 print(f"msdoctor train: live diagnosis stopped ({meta['supervisor_error']}); "
