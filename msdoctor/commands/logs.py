@@ -168,9 +168,15 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
 
     # among equals, a line that names the rank/node it waited for says more (msrun's `Time out nodes are
     # ['3']` before `Scheduler process … exit with exception`)
+    def first_line(f: Finding) -> tuple[str, int]:
+        lines = [(e.file or "", e.line) for e in f.evidence if e.line is not None]
+        return min(lines) if lines else ("", 1 << 62)
+
+    # lines of one time stamp (a CANN block: its header line and the TraceBack lines that inherit its time)
+    # are taken in file order — the header says what failed, later lines how it was reached
     return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")), role(f),
                                      f.rule in generic, not names_culprit(f), f.data.get("first_time") or float("inf"),
-                                     f.rule))  # fmt: skip
+                                     first_line(f), f.rule))  # fmt: skip
 
 
 def _named_culprit(f: Finding) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -37,6 +38,9 @@ from msdoctor.facts.logstate import (
     resolve_progress,
     ts_before,
 )
+
+GREP_MAX_AS = 128 << 20  # grep's address space: a line it cannot hold makes it fail ("memory exhausted")
+MAX_OUT_LINE = 1 << 20  # bytes of one printed line that are read; the rest is dropped (as the Python engine)
 
 ERE_SPECIAL = re.compile(r"([.\[\]()*+?{}|^$\\])")
 GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
@@ -188,23 +192,54 @@ def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanS
             continue
         live[os.fsencode(path)] = _Open(path, fd, size, head)
     try:
-        if live:
-            _run(args, live, spec)
+        failed = _run(args, live, spec) if live else None
         for f in live.values():
-            results[f.path] = _finish(f)
+            if failed is not None:
+                # grep could not read these files (a line longer than its memory limit, or another failure):
+                # the Python engine reads them in bounded chunks, so nothing is lost and memory stays bounded
+                out = scan_file(f.path, ScanSpec(spec.sigs, engine="python"))
+                out["engine"] = f"python (grep failed: {failed[:120]})"
+                results[f.path] = out
+            else:
+                results[f.path] = _finish(f)
     finally:
         for f in live.values():
             os.close(f.fd)
     return [results[p] for p in paths]
 
 
-def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> None:
-    """Stream grep's output (``name NUL line:offset:text``) and hand each line to its file's state."""
+def _limit_memory() -> None:  # pragma: no cover — runs in the grep child between fork and exec
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (GREP_MAX_AS, GREP_MAX_AS))
+    except (ValueError, OSError):
+        pass
+
+
+def _lines(stream: Any) -> Any:
+    """The lines of grep's output, each cut to ``MAX_OUT_LINE`` bytes (memory bounded per line)."""
+    while True:
+        raw = stream.readline(MAX_OUT_LINE)
+        if not raw:
+            return
+        if not raw.endswith(b"\n") and len(raw) >= MAX_OUT_LINE:
+            while True:  # drop the rest of the over-long line
+                more = stream.readline(MAX_OUT_LINE)
+                if not more or more.endswith(b"\n"):
+                    break
+            raw += b"\n"
+        yield raw
+
+
+def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> str | None:
+    """Stream grep's output (``name NUL line:offset:text``) and hand each line to its file's state.
+
+    Returns None when grep read every file, else grep's complaint (the caller rescans with Python).
+    """
     proc = subprocess.Popen([*args, "-H", "-Z", "--", *live], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={"LC_ALL": "C"})  # fmt: skip
+                            env={"LC_ALL": "C"}, preexec_fn=_limit_memory)  # fmt: skip
     assert proc.stdout is not None
     with proc:
-        for raw in proc.stdout:
+        for raw in _lines(proc.stdout):
             name, _, rest = raw.partition(b"\0")
             f = live.get(name)
             if f is None:
@@ -220,10 +255,10 @@ def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> Non
             _handle(f.st, spec, _decode(body, f.st), lineno, partial(_ts_before, f.fd, offset),
                     partial(_banner, f.fd, end), partial(_next_is_rule, f.fd, end),
                     partial(_next_line, f.fd, end))  # fmt: skip
-        err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""
+        err = proc.stderr.read(4096).decode("utf-8", "replace").strip() if proc.stderr else ""
     if proc.returncode not in (0, 1):
-        for f in live.values():
-            f.out["skipped"].append({"file": f.path, "reason": f"grep failed ({err[:200]}); lines after {f.last_line} not read"})
+        return err or f"exit {proc.returncode}"
+    return None
 
 
 def _finish(f: _Open) -> dict[str, Any]:

@@ -200,8 +200,11 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
     known = [s for s in scans if s.get("readable") and s.get("recognised", 1)]
     if not known and any(s.get("readable") for s in scans):
         unread = sum(1 for s in scans if not s.get("readable"))
+        cut = [str(k["reason"]) for s in scans for k in s.get("skipped") or []
+               if "MiB" in str(k.get("reason", ""))]  # fmt: skip
         raise InputError(f"{', '.join(paths)}: {len(scans)} file(s) read ({unread} unreadable), none holds a line of a "
-                         f"known log grammar (MindSpore, CANN plog, torch_npu, Python logging or exceptions)")  # fmt: skip
+                         f"known log grammar (MindSpore, CANN plog, torch_npu, Python logging or exceptions)"
+                         + (f"; {'; '.join(cut[:2])}" if cut else ""))  # fmt: skip
     found_jobs = jobs_of(scans)
     if len(found_jobs) > 1:
         where = "; ".join(f"{d or '.'} ({n} file(s))" for d, n in sorted(found_jobs.items())[:6])

@@ -44,7 +44,9 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     ts_before,
 )
 
-BLOCK = 1 << 20  # bytes per read; a line longer than this is still handled (the block grows)
+BLOCK = 1 << 20  # bytes per read
+MAX_LINE = 1 << 20  # bytes of one line that are scanned; the rest of a longer line is counted and dropped
+MAX_DECOMPRESSED = 1 << 30  # bytes read from one compressed file; beyond it the file is reported cut
 
 
 def _ts_before(block: bytes, pos: int) -> tuple[float | None, str | None]:
@@ -76,19 +78,73 @@ def _open(path: str) -> IO[bytes]:
     return open(path, "rb", buffering=0)
 
 
-def _blocks(fh: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
-    """Whole lines, one block at a time; the final partial line is flagged (file truncated mid-line)."""
+class ReadLimits:
+    """What the bounded reader cut: over-long lines and compressed input beyond its cap (issue 16)."""
+
+    __slots__ = ("long_lines", "cut_bytes", "read_bytes", "capped", "open_line")
+
+    def __init__(self) -> None:
+        self.long_lines = 0  # lines longer than MAX_LINE: only their first MAX_LINE bytes are scanned
+        self.cut_bytes = 0  # bytes of those lines not scanned
+        self.read_bytes = 0  # (decompressed) bytes read
+        self.capped = False  # stopped at the decompressed-size cap
+        self.open_line = False  # the file ended inside an over-long line (no newline at its end)
+
+    def skipped(self, path: str, lineno: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self.long_lines:
+            out.append({"file": path, "reason": f"{self.long_lines} line(s) longer than {MAX_LINE >> 20} MiB: only "
+                        f"their first {MAX_LINE >> 20} MiB scanned ({self.cut_bytes} bytes cut)"})  # fmt: skip
+        if self.capped:
+            out.append({"file": path, "line": lineno, "reason": f"decompressed size passed the cap of "
+                        f"{MAX_DECOMPRESSED >> 20} MiB: the rest of the compressed file not read (a gzip bomb?)"})  # fmt: skip
+        return out
+
+
+def _blocks(fh: IO[bytes], limits: ReadLimits | None = None, cap: int | None = None) -> Iterator[tuple[bytes, bool]]:
+    """Whole lines, one block at a time; the final partial line is flagged (file truncated mid-line).
+
+    Memory is bounded whatever the input: a line longer than ``MAX_LINE`` is handed on as its first
+    ``MAX_LINE`` bytes (a line of its own) and the rest, up to its newline, is counted in ``limits`` and
+    dropped; with ``cap`` (compressed input) reading stops after ``cap`` bytes. Each byte is copied a bounded
+    number of times, so a 300 MiB line costs what 300 MiB of short lines cost.
+    """
+    lim = limits if limits is not None else ReadLimits()
     carry = b""
+    skipping = False  # inside an over-long line, dropping bytes up to its newline
     while True:
+        if cap is not None and lim.read_bytes >= cap:
+            lim.capped = True
+            if carry:
+                yield carry, True
+            return
         chunk = fh.read(BLOCK)
         if not chunk:
             if carry:
                 yield carry, True
+            lim.open_line = skipping
             return
+        lim.read_bytes += len(chunk)
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                lim.cut_bytes += len(chunk)
+                continue
+            lim.cut_bytes += nl
+            skipping = False
+            chunk = chunk[nl + 1 :]
+            if not chunk:
+                continue
         buf = carry + chunk if carry else chunk
         cut = buf.rfind(b"\n")
         if cut < 0:
-            carry = buf
+            if len(buf) > MAX_LINE:
+                lim.long_lines += 1
+                lim.cut_bytes += len(buf) - MAX_LINE
+                yield buf[:MAX_LINE] + b"\n", False
+                carry, skipping = b"", True
+            else:
+                carry = buf
             continue
         carry = buf[cut + 1 :]
         yield buf[: cut + 1], False
@@ -108,6 +164,7 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
     head = b""
     truncated = False
     lineno = 0
+    limits = ReadLimits()
     if spec.engine != "python" and size >= spec.grep_min_size and not path.endswith(".gz"):
         from msdoctor.facts.loggrep import scan_batch
 
@@ -115,7 +172,7 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
         return scan_batch([path], spec, scan_file)[0]
     try:
         with fh:
-            for block, cut in _blocks(fh):
+            for block, cut in _blocks(fh, limits, MAX_DECOMPRESSED if path.endswith(".gz") else None):
                 if not head:
                     head = block[:HEAD]
                     sample = head[:65536]
@@ -132,8 +189,9 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
         out["skipped"].append({"file": path, "reason": f"read stopped at line {lineno} ({exc})"})
     resolve_progress(st)
     out.update(_summary(st, head, size, lineno))
-    if truncated:
+    if (truncated and not limits.capped) or limits.open_line:
         out["skipped"].append({"file": path, "line": lineno, "reason": "last line has no newline (file truncated?)"})
+    out["skipped"].extend(limits.skipped(path, lineno))
     if st.binary_lines:
         out["skipped"].append({"file": path, "reason": f"{st.binary_lines} line(s) with binary content skipped"})
     if st.non_utf8:
