@@ -193,6 +193,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
     ``(pid=…)``, ANSI colour, a time stamp) unless the line already fits a known grammar as it is."""
     if text.endswith("\r"):  # CRLF files (pasted from Windows): `$` in a rule must still match
         text = text.rstrip("\r")
+    if SOURCE_ECHO_RE.match(text):
+        return  # the source line a traceback quotes under its frame, not a message
     for piece in split_embedded(text):
         rank: int | None = None
         if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
@@ -202,6 +204,11 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line)
 
 CODE_HINT_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b")
+# The indented source line a Python traceback quotes under a frame (`    raise ValueError("The file {} does
+# not exist …".format(f))`) holds a message template, not a message: no rule reads it. Only candidate
+# lines reach the state machine, so it is known by its own shape: indented, a statement that raises or logs.
+SOURCE_ECHO_RE = re.compile(r'^\s{2,}(?:raise \w[\w.]{0,80}\(|(?:logger|logging|log|LOG)\.\w{1,20}\(|print\(|'
+                            r'(?:raise )?\w{1,40}(?:Error|Exception)\((?:f?["\']))')
 
 def _unwrap(spec: ScanSpec, text: str, matches: list[Any], next_line: Callable[[], str]) -> tuple[str, list[Any]]:
     """A message a browser or terminal broke over two lines: when this error line matches no rule (or only a

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -255,3 +256,13 @@ def test_a_cann_block_opening_with_a_catch_all_under_a_rules_line_is_that_lines_
     assert set(scan_file(str(log), ScanSpec(sigs, engine="python"))["hits"]) == {"COMM999"}
     log.write_text(log.read_text().split("\n", 1)[1])  # without the line it explains, the block is the fault
     assert set(scan_file(str(log), ScanSpec(sigs, engine="python"))["hits"]) == {"NUM030", "ENV050"}
+
+
+def test_the_source_a_traceback_quotes_is_not_read_as_the_message(tmp_path):
+    # tinyms#70 (tests/realworld/logs/tinyms-70-…): the traceback quotes `raise ValueError("The file {} …"
+    # .format(dataset_file))`; the message is the line below it, with the real path
+    src = Path(__file__).resolve().parents[1] / "realworld" / "logs" / "tinyms-70-minddataset-file-does-not-exist-2021"
+    d = run_cli("logs", "--json", str(src / "paste.log")).json()
+    texts = [e["text"] for f in d["findings"] for e in f["evidence"] if isinstance(e, dict)]
+    assert texts and not any("raise ValueError" in t for t in texts)
+    assert "mnist/train" in d["root_cause"]["message"]
