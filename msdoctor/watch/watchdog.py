@@ -348,14 +348,19 @@ class Watchdog:
             self._contain("exception", err)
 
     # -- internals ------------------------------------------------------------------------------
+    def _heartbeat_phase(self) -> str | None:
+        """The phase a heartbeat reports: the one the loop set (the bootstrap infers one from the stack)."""
+        return self.phase_name
+
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
             try:
+                phase = self._heartbeat_phase()
                 where, where_user = main_thread_position()
                 self.emit(
                     "heartbeat",
                     step=self.last_step,
-                    phase=self.phase_name,
+                    phase=phase,
                     phase_step=self.phase_step,
                     where=where,
                     where_user=where_user,

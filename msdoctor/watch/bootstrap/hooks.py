@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from msdoctor.watch.bootstrap import ENV_BOOT_PID, ENV_HEARTBEAT, Identity
-from msdoctor.watch.watchdog import Watchdog, main_thread_position
+from msdoctor.watch.watchdog import Watchdog
 
 # innermost MindSpore frame → phase (first match wins); user code innermost keeps the watchdog's phase
 _STACK_PHASES: tuple[tuple[str, str], ...] = (
@@ -68,27 +68,11 @@ def stack_phase(frame: Any) -> str | None:
 class BootWatchdog(Watchdog):
     """The watchdog with heartbeats whose phase comes from the call stack where the loop set none."""
 
-    def _beat(self) -> None:
-        main = threading.main_thread().ident or -1
-        while not self._stop.wait(self.heartbeat_s):
-            try:
-                frame = sys._current_frames().get(main)
-                inferred = stack_phase(frame) if frame is not None else None
-                del frame
-                where, where_user = main_thread_position()
-                self.emit(
-                    "heartbeat",
-                    step=self.last_step,
-                    phase=inferred or self.phase_name,
-                    phase_step=self.phase_step,
-                    where=where,
-                    where_user=where_user,
-                    since=self._last_progress,
-                    rss=self._rss(),
-                )
-            except Exception as exc:  # never let the heartbeat thread die noisily inside training
-                self._disable(f"heartbeat failed: {exc}")
-                return
+    def _heartbeat_phase(self) -> str | None:
+        frame = sys._current_frames().get(threading.main_thread().ident or -1)
+        inferred = stack_phase(frame) if frame is not None else None
+        del frame
+        return inferred or self.phase_name
 
 
 class _State:
