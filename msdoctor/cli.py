@@ -104,6 +104,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"msdoctor {args.command}: the input holds a number too long to be read "
               f"({printable(str(exc)).split(':')[-1].split(';')[0].strip()})", file=sys.stderr)
         return int(ExitCode.INPUT)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        if getattr(args, "facts", None) and not debug:
+            # A replayed snapshot is validated for the shape of each fact, not for every key a view reads:
+            # a record missing one (hand-edited, or cut) is the snapshot's fault, said on one line.
+            print(f"msdoctor {args.command}: --facts {printable(str(args.facts))}: a fact lacks what msdoctor "
+                  f"writes ({type(exc).__name__}: {printable(str(exc))}); not a snapshot msdoctor wrote, "
+                  "or edited by hand", file=sys.stderr)
+            return int(ExitCode.INPUT)
+        return _internal(args.command, exc, debug)
     except Exception as exc:  # a bug: one line that says so, the trace with --debug, its own exit code
         return _internal(args.command, exc, debug)
 

@@ -42,3 +42,20 @@ def test_a_5000_digit_number_is_an_input_error(tmp_path: Path, capsys: pytest.Ca
     assert rc in (0, 1, 2) and "Traceback" not in err and "internal error" not in err
     if rc == 2:
         assert "number too long" in err and err.count("\n") == 1
+
+
+def test_a_replayed_snapshot_missing_a_key_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by bench/bench_reliability.py: a ckpt.files record without its 'path' (a key the collector
+    always writes) made the ckpt view raise KeyError."""
+    import json
+
+    fixtures = Path(__file__).resolve().parent / "rules" / "fixtures"
+    snap = json.loads((fixtures / "CKPT601.fire.json").read_text())
+    files = snap["facts"]["ckpt.files"]["value"]
+    assert files and "path" in files[0]
+    del files[0]["path"]
+    f = tmp_path / "facts.json"
+    f.write_text(json.dumps(snap))
+    rc = cli.main(["ckpt", "--facts", str(f)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "KeyError" in err and "--facts" in err and err.count("\n") == 1
