@@ -45,7 +45,8 @@ def fill(t: SimpleNamespace, value: float) -> None:
 def saver(t: SimpleNamespace, first_step: int, out_fd: int) -> None:
     """The forked child: save steps first_step, first_step+1, ... until killed."""
     step = first_step
-    while True:
+    parent = os.getppid()
+    while os.getppid() == parent:  # never outlive this script (a test time-out kills it, not the child)
         fill(t, float(step))
         Trainer._save(t, step)  # type: ignore[arg-type]
         os.write(out_fd, f"{step}\n".encode())
