@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 NAME_RE = re.compile(r"^step_(\d{6,})\.ckpt$")
+TMP_RE = re.compile(r"^\.tmp-(\d+)-step_\d{6,}\.(?:ckpt|tmp)$")  # ours, or MindSpore's own temp inside it
 
 
 def rank_dir(ckpt_root: str | Path, rank: int) -> Path:
@@ -48,6 +49,7 @@ def save_atomic(write: Callable[[str], None], ckpt_root: str | Path, rank: int, 
     """
     final = ckpt_path(ckpt_root, rank, step)
     final.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_tmp(final.parent)
     tmp = final.parent / f".tmp-{os.getpid()}-{final.name}"  # same filesystem: rename is atomic
     try:
         write(str(tmp))
@@ -57,6 +59,38 @@ def save_atomic(write: Callable[[str], None], ckpt_root: str | Path, rank: int, 
             tmp.unlink()
     rotate(final.parent, keep)
     return final
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def clean_stale_tmp(directory: str | Path) -> list[Path]:
+    """Delete the temp files of saves whose process is gone (killed mid-write); returns them.
+
+    A save in progress (its pid, in the file name, still alive) is left alone, so two savers of
+    one directory never delete each other's file; our own pid is never "in progress" here because a
+    process saves one checkpoint at a time.
+    """
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    gone = []
+    for p in d.iterdir():
+        m = TMP_RE.match(p.name)
+        if m is None:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or not _alive(pid):
+            p.unlink(missing_ok=True)
+            gone.append(p)
+    return gone
 
 
 def rotate(directory: str | Path, keep: int) -> list[Path]:

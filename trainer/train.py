@@ -139,7 +139,11 @@ class Trainer:
         import mindspore as ms
 
         src_rank = self.rank if self.save_all_ranks else 0
-        found = ckpt_files.latest(ckpt_files.rank_dir(self.run_dir / "ckpt", src_rank))
+        src = ckpt_files.rank_dir(self.run_dir / "ckpt", src_rank)
+        if src_rank == self.rank:
+            for p in ckpt_files.clean_stale_tmp(src):  # a save killed mid-write left it; never loaded
+                log(f"rank {self.rank}: removed {p.name}, the temp file of a save that did not finish")
+        found = ckpt_files.latest(src)
         if found is None:
             log(f"rank {self.rank}: --resume but no checkpoint under {self.run_dir / 'ckpt'}; starting at step 1")
             return

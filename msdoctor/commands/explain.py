@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from msdoctor.engine.catalogue import Rule, load_catalogue
+from msdoctor.engine.catalogue import Rule, Tombstone, load_catalogue
 from msdoctor.errors import UsageError
 from msdoctor.report.render import console, print_json
 
@@ -37,10 +37,29 @@ def rule_markdown(r: Rule, heading: str = "##") -> str:
     return "\n".join(parts)
 
 
+def tombstone_text(t: Tombstone) -> str:
+    """What a retired id was, why it went and what replaces it (one paragraph, plain text)."""
+    text = f"{t.id} is retired: {t.title}. {t.retired.strip()}"
+    if t.replaced_by:
+        text += f"\nReplaced by {t.replaced_by}: see `msdoctor explain {t.replaced_by}`."
+    else:
+        text += "\nNo rule replaces it."
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
-    rule = load_catalogue().get(args.rule_id)
+    catalogue = load_catalogue()
+    rule = catalogue.get(args.rule_id)
     if rule is None:
-        raise UsageError(f"no rule {args.rule_id!r} (see `msdoctor rules`)")
+        # A retired id stays known: say what it was and what replaced it, not "no rule".
+        tomb = catalogue.retired(args.rule_id)
+        if tomb is None:
+            raise UsageError(f"no rule {args.rule_id!r} (see `msdoctor rules`)")
+        if args.json:
+            print_json({"command": "explain", "rule": tomb.to_dict()})
+        else:
+            console().print(tombstone_text(tomb), markup=False, highlight=False)
+        return 0
     if args.json:
         print_json({"command": "explain", "rule": rule.to_dict()})
         return 0

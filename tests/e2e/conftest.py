@@ -20,7 +20,9 @@ SCENARIOS: dict[str, list[str]] = {
     # same steps and data as "clean": resuming it must reproduce clean's losses from the crash on
     "crash": ["--workers", "2", "--steps", "8", "--save-every", "2", "--collective-timeout", "5",
               "--inject", "crash:rank=1,step=5"],
-    "hang": ["--workers", "2", "--steps", "4", "--collective-timeout", "8", "--inject", "hang:rank=1,step=3"],
+    # 20 s: the hang must be named before the framework's own time-out with a margin a loaded 2-core host
+    # keeps (5 s stall threshold + polls + stack capture took 8.5-11.5 s at load 10-13; 8 s was too short)
+    "hang": ["--workers", "2", "--steps", "4", "--collective-timeout", "20", "--inject", "hang:rank=1,step=3"],
     "nan": ["--workers", "2", "--steps", "4", "--inject", "nan:rank=1,step=3"],
     "shape": ["--workers", "2", "--steps", "2", "--collective-timeout", "5", "--inject", "shape"],
     "desync-layernorm": ["--workers", "2", "--steps", "5", "--inject", "desync-layernorm"],
@@ -28,7 +30,10 @@ SCENARIOS: dict[str, list[str]] = {
     # 1 s, not 0.5 s: on a loaded 2-core host rank 0's own compute swelled to ~0.5 s and the 0.5 s sleep left
     # its wait in the all-reduce within noise (a CI run failed on it); with 1 s the wait is ~1.0 s vs ~0.02 s
     "straggler": ["--workers", "2", "--steps", "7", "--inject", "straggler:rank=1,ms=1000"],
-    "data-stall": ["--workers", "2", "--steps", "5", "--inject", "data-stall:rank=1,ms=300"],
+    # 600 ms per sample (~4.8 s per batch of 8): with 300 ms the dataset's prefetch and a loaded host's
+    # swollen compute hid the stall (data share 0.26, under DATA201's 0.3, at load 10); one job serves the
+    # trainer's symptom test and the live rule's test
+    "data-stall": ["--workers", "2", "--steps", "6", "--inject", "data-stall:rank=1,ms=600"],
     # also exercises gradient accumulation (2 micro-batches of 4): step 1 must match "clean"
     "mem-leak": ["--workers", "2", "--steps", "7", "--config", "trainer/configs/tiny_accum2.toml",
                  "--inject", "mem-leak:rank=1,mb=32"],

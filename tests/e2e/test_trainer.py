@@ -94,10 +94,11 @@ def test_hang_makes_the_peer_fail_in_its_collective(train_run):
     w0 = log(run_dir, "worker_0.log")
     assert re.search(r"Ring (ReduceScatter|AllGather) wait receiving \[1", w0), w0[-2000:]
     assert "timed out" in log(run_dir, "scheduler.log")
-    # the peer waited about --collective-timeout (8 s) in its all-reduce before the framework gave up
+    # the peer waited about --collective-timeout in its all-reduce before the framework gave up
+    timeout = orjson.loads((run_dir / "run.json").read_bytes())["collective_timeout_s"]
     entered = [e["t"] for e in events(run_dir, 0, "phase") if e["step"] == 3 and e["phase"] == "collective"][0]
     failed = events(run_dir, 0, "exception")[0]["t"]
-    assert 6 <= failed - entered <= 20
+    assert 0.7 * timeout <= failed - entered <= 2 * timeout, (failed - entered, timeout)
     assert [e["step"] for e in events(run_dir, 1, "step")][-1] == 2
 
 
@@ -174,7 +175,7 @@ def test_straggler_computes_slower_and_its_peer_waits(train_run):
 def test_data_stall_shows_as_data_wait_on_its_rank(train_run):
     run_dir, res = train_run("data-stall")
     assert res.rc == 0, res.err[-3000:]
-    assert _median(run_dir, 1, "data_wait") >= 0.3  # 8 samples × 300 ms per batch, minus the step's compute
+    assert _median(run_dir, 1, "data_wait") >= 0.3  # 8 samples × 600 ms per batch, minus the step's compute
     assert _median(run_dir, 1, "data_wait") > 5 * max(_median(run_dir, 0, "data_wait"), 0.01)
 
 

@@ -21,13 +21,10 @@ DEFAULTS = {
     "nan": ["--workers", "2", "--steps", "8", "--inject", "nan:rank=1,step=4"],
     "crash": ["--workers", "2", "--steps", "8", "--inject", "crash:rank=1,step=4"],
     "shape": ["--workers", "2", "--steps", "3", "--inject", "shape"],
-    "straggler": ["--workers", "2", "--steps", "12", "--inject", "straggler:rank=1,ms=800"],
-    "data-stall": ["--workers", "2", "--steps", "12", "--inject", "data-stall:rank=1,ms=400"],
-    # the trainer's own straggler/data-stall scenarios are tuned for its symptom, too mild to stand out
-    # from a shared 2-core host's noise (300 ms in ~1.5 s steps) or hidden by the dataset's prefetch
-    # (150 ms/sample for 5 steps): these reproduce a persistent fault in as few steps as possible
-    "straggler-slow": ["--workers", "2", "--steps", "8", "--inject", "straggler:rank=1,ms=800"],
-    "data-stall-slow": ["--workers", "2", "--steps", "6", "--inject", "data-stall:rank=1,ms=600"],
+    # the trainer's straggler (1 s per step) and data-stall (600 ms per sample) jobs stand out from a
+    # loaded 2-core host's noise: the live rules are tested on those same jobs (one msrun job each)
+    "straggler": ["--workers", "2", "--steps", "7", "--inject", "straggler:rank=1,ms=1000"],
+    "data-stall": ["--workers", "2", "--steps", "6", "--inject", "data-stall:rank=1,ms=600"],
     "mem-leak": ["--workers", "2", "--steps", "12", "--inject", "mem-leak:rank=1,mb=64"],
     "desync-layernorm": ["--workers", "2", "--steps", "6", "--inject", "desync-layernorm"],
     "seed-mismatch": ["--workers", "2", "--steps", "3", "--inject", "seed-mismatch"],
@@ -89,7 +86,10 @@ def test_hang_named_with_stack_before_the_framework_timeout(run):
     r0 = [orjson.loads(x) for x in (run_dir / "events" / "rank_0.jsonl").read_bytes().splitlines()]
     framework_failure = min(e["t"] for e in r0 if e["kind"] in ("exception", "end") or e.get("status") == "failed")
     assert first["first_seen"] < framework_failure
-    assert first["first_seen"] - first["data"]["t"] < 15  # time to diagnosis from the rank's last progress
+    # from the hung rank's last progress to its diagnosis: less than the time-out the framework was given
+    # (read from run.json, not assumed), so the name always comes before the framework's own failure
+    timeout = orjson.loads((run_dir / "run.json").read_bytes())["collective_timeout_s"]
+    assert first["first_seen"] - first["data"]["t"] < timeout, (first["first_seen"] - first["data"]["t"], timeout)
     last = live[-1]
     stack = next(e["text"] for e in last["evidence"] if e["text"].startswith("stack of rank"))
     assert "trainer/train.py" in stack and "train" in stack
@@ -106,7 +106,11 @@ def test_train_stop_on_hang_ends_the_job_before_the_framework_timeout(run):
     run_dir, res, inj = run("hang-stop")
     meta = orjson.loads((run_dir / "run.json").read_bytes())
     assert res.rc == 1 and meta["status"] == "failed", res.err[-2000:]
-    assert meta["duration_s"] < 55, meta["duration_s"]  # start-up + 3 steps + diagnosis, not the 60 s wait
+    # the job ended before rank 0's own collective time-out (measured from when rank 0 entered the
+    # all-reduce rank 1 never joins), whatever the start-up cost on a loaded host
+    r0 = [orjson.loads(x) for x in (run_dir / "events" / "rank_0.jsonl").read_bytes().splitlines()]
+    entered = next(e["t"] for e in r0 if e["kind"] == "phase" and e["step"] == inj["step"] and e["phase"] == "collective")
+    assert meta["ended"] - entered < meta["collective_timeout_s"], (meta["ended"] - entered, meta["collective_timeout_s"])
     text = res.out
     # one line per current finding: updates and retractions in findings.jsonl are not printed twice
     assert text.count("COMM201") == 1 and "(rank 1, step 3)" in text, text
@@ -117,8 +121,8 @@ def test_train_stop_on_hang_ends_the_job_before_the_framework_timeout(run):
     [
         ("nan", "NUM201", "step"),
         ("crash", "COMM202", "step"),
-        ("straggler-slow", "PERF201", None),
-        ("data-stall-slow", "DATA201", None),
+        ("straggler", "PERF201", None),
+        ("data-stall", "DATA201", None),
         ("mem-leak", "MEM201", None),
     ],
 )

@@ -77,15 +77,17 @@ def main(run: Path, rank: int, world: int, scenario: str, steps: int) -> None:
     try:
         for step in range(1, steps + 1):
             wd.phase("data", step)
-            # healthy data wait ~1 ms against ~10 ms of compute: a loaded host's sleep overshoot (a few ms on
-            # both) keeps its share far below DATA201's 30 % (with 2 vs 5 ms it crossed it: a false early onset)
-            time.sleep(0.001 + (0.03 if scenario == "datastall" and bad and step >= FAULT_STEP else 0.0))
+            # healthy data wait ~1 ms against ~30 ms of compute: a loaded host's sleep overshoot must reach
+            # ~12 ms on the data sleep alone to push one healthy step over DATA201's 30 % (a false early
+            # onset: one such step before the fault moves it). With 10 ms of compute 3 ms did, and
+            # test_fault_is_named[datastall] failed at load 10-13. The faults are 80 ms: far above that noise.
+            time.sleep(0.001 + (0.08 if scenario == "datastall" and bad and step >= FAULT_STEP else 0.0))
             wd.phase("forward", step)
             if scenario == "crash" and bad and step == FAULT_STEP:
                 os._exit(3)
             if scenario == "exception" and bad and step == FAULT_STEP:
                 raise RuntimeError("For 'MatMulExt' op, shape1[-1] must be equal to shape2[-2], but got 8 and 6.")
-            time.sleep(0.010 + (0.03 if scenario == "straggler" and bad and step >= FAULT_STEP else 0.0))
+            time.sleep(0.030 + (0.08 if scenario == "straggler" and bad and step >= FAULT_STEP else 0.0))
             loss = 3.0 * math.exp(-step / 40) + 0.01 * noise.normal()
             grad_norm = 1.0 + 0.05 * noise.normal()
             if scenario == "nan" and step >= FAULT_STEP:

@@ -38,6 +38,7 @@ def test_fault_is_named(finished_run, scenario):
 
 def test_memory_growth_slope_and_exhaustion(finished_run):
     findings, _ = _found(finished_run("memleak"))
+    assert len(findings) == 1, [(f.rule, f.rank, f.step, f.message) for f in findings]
     (f,) = findings
     assert (f.rule, f.rank) == ("MEM201", 1)
     assert 3 <= f.step <= FAULT  # after the warm-up cut, the leak (8 MiB/step from step 3) is on
