@@ -128,3 +128,18 @@ def test_a_specific_rule_outranks_the_fallback(tmp_path: Path) -> None:
     d = json.loads(run_cli("logs", "--json", str(log)).out)
     assert d["root_cause"]["rule"] == "ENV053"
     assert not [f for f in d["findings"] if f["rule"].endswith("099")]
+
+
+@pytest.mark.parametrize("engine", ["python", "auto"])
+def test_vllm_level_prefix_makes_an_error_event(tmp_path: Path, engine: str) -> None:
+    """vLLM's `ERROR MM-DD hh:mm:ss [file.py:N]` says the line is an error even after the prefix is stripped;
+    an indented traceback frame after it is not an error line (case vllm-ascend-876, lines copied exactly)."""
+    from msdoctor.checks.logs import unclassified_events
+    from msdoctor.facts.logs import collect
+
+    src = Path(__file__).resolve().parent.parent / "realworld" / "logs" / "vllm-ascend-876-w8a8-keyerror-q-proj-weight-2025"
+    log = tmp_path / "paste.log"
+    log.write_bytes((src / "paste.log").read_bytes())
+    facts, _ = collect([str(log)], engine=engine)
+    texts = [e["text"] for e in unclassified_events(facts)]
+    assert texts == ["'model.layers.0.self_attn.q_proj.weight'"], texts
