@@ -354,3 +354,64 @@ def clock_skew(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
 def _list(ranks: list[int], n: int = 8) -> str:
     head = ", ".join(str(r) for r in ranks[:n])
     return head + (f", … {len(ranks) - n} more" if len(ranks) > n else "")
+
+
+# -- the fallback: the area of an error no rule recognises (rules COMM099 … PERF099) ----------------
+
+
+def first_unclassified(facts: Facts) -> dict[str, Any] | None:
+    """The first error line no rule recognised (an exception line first), or None."""
+    evs = unclassified_events(facts)
+    if not evs:
+        return None
+    exc = [e for e in evs if "Error" in e.get("text", "") or "Exception" in e.get("text", "")]
+    return (exc or evs)[0]
+
+
+def unclassified_events(facts: Facts) -> list[dict[str, Any]]:
+    evs: list[dict[str, Any]] = []
+    for v in (facts.get_known("logs.ranks") or {}).values():
+        evs.extend(e for e in v.get("after_progress") or [] if e.get("role") == "unclassified")
+    evs.extend(e for e in (facts.get_known("logs.launcher") or {}).get("events", []) if e.get("role") == "unclassified")
+    return evs
+
+
+def error_block(e: Mapping[str, Any], events: list[dict[str, Any]]) -> list[str]:
+    """The error line and up to 2 error lines of its block (the next lines of the same file within 2 lines)."""
+    line, file = int(e.get("line") or 0), e.get("file")
+    nxt = sorted((x for x in events if x.get("file") == file and line < int(x.get("line") or 0) <= line + 2),
+                 key=lambda x: int(x.get("line") or 0))  # fmt: skip
+    return [str(e.get("text", ""))] + [str(x.get("text", "")) for x in nxt[:2]]
+
+
+def _specific_hit(facts: Facts) -> bool:
+    """A signature rule recognised an error or warning: a specific rule always outranks the fallback."""
+    for h in facts.get_known("logs.hits") or []:
+        firsts = h.get("firsts") or [h.get("first") or {}]
+        if any(f.get("severity") in ("error", "warning") for f in firsts):
+            return True
+    return False
+
+
+@check_params(area=str)
+def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """X099: the first error no rule recognises, classified by its wording (msdoctor/data/error_families.toml)."""
+    from msdoctor.facts.logfamily import classify
+
+    facts.need("logs.hits")
+    if _specific_hit(facts):
+        return
+    e = first_unclassified(facts)
+    if e is None:
+        return
+    block = error_block(e, unclassified_events(facts))
+    c = classify(block)
+    if c is None or c.area != params["area"]:
+        return
+    words = ", ".join(f"`{w}`" for w in c.keywords[:6])
+    runner = f"; next {c.runner_up} {c.runner_up_score:g}" if c.runner_up else ""
+    msg = (f"no rule recognises this error; by its wording it is a {c.area} fault ({words}; score {c.score:g}{runner}): "
+           f"`{_quote(e)}` ({e.get('file')}:{e.get('line')})")  # fmt: skip
+    yield Hit(message=msg, evidence=tuple(x for x in (_ev(e),) if x), rank=e.get("prank"), step=None,
+              data={"fallback": {"area": c.area, "score": c.score, "keywords": list(c.keywords),
+                                 "runner_up": c.runner_up, "runner_up_score": c.runner_up_score, "block": block}})  # fmt: skip

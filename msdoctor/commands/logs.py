@@ -212,21 +212,10 @@ def root_cause(findings: list[Finding]) -> dict[str, Any]:
     return {"rank": None, "reason": "no rank ends in an error or a collective failure: nothing to correlate"}
 
 
-def _first_unclassified(facts: Facts) -> dict[str, Any] | None:
-    evs: list[dict[str, Any]] = []
-    for v in (facts.get_known("logs.ranks") or {}).values():
-        evs.extend(e for e in v.get("after_progress") or [] if e.get("role") == "unclassified")
-    evs.extend(e for e in (facts.get_known("logs.launcher") or {}).get("events", []) if e.get("role") == "unclassified")
-    if not evs:
-        return None
-    exc = [e for e in evs if "Error" in e.get("text", "") or "Exception" in e.get("text", "")]
-    return (exc or evs)[0]
-
-
 def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    from msdoctor.checks.logs import verdict
+    from msdoctor.checks.logs import first_unclassified, verdict
     from msdoctor.report.render import exit_code, json_payload, print_json
 
     catalogue = load_catalogue()
@@ -243,10 +232,18 @@ def run(args: argparse.Namespace) -> int:
     findings = correlation + sort_findings(others + signature_findings(facts.get_known("logs.hits") or []))
     states = verdict(facts, {}).get("states", {}) if facts.is_known("logs.ranks") else {}
     rows = timeline(facts, states)
+    fallback = [f for f in findings if "fallback" in f.data]
+    findings = [f for f in findings if f not in fallback]
     rc = root_cause(findings)
     if rc.get("rule") is None and facts.is_known("logs.ranks"):
-        e = _first_unclassified(facts)
-        if e is not None:  # an error no rule knows is still the error: say it, with where it is
+        e = first_unclassified(facts)
+        if e is not None and fallback:  # no rule knows it, but its wording names the area (X099, a warning)
+            fb = fallback[0]
+            findings = [fb, *findings]
+            rc = {"rank": fb.rank, "rule": fb.rule, "verdict": "first-error", "signature": fb.rule,
+                  "message": fb.message, "fix": fb.fix, "evidence": [x.to_dict() for x in fb.evidence],
+                  "consequences": [], "chain": [], "named_culprit": False, "classified_by": "wording"}  # fmt: skip
+        elif e is not None:  # an error no rule knows is still the error: say it, with where it is
             rc = {"rank": e.get("prank"), "rule": None, "verdict": "unrecognised-error",
                   "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
                             f"({e.get('file')}:{e.get('line')})"}  # fmt: skip

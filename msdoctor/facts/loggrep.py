@@ -44,7 +44,8 @@ MAX_OUT_LINE = 1 << 20  # bytes of one printed line that are read; the rest is d
 
 ERE_SPECIAL = re.compile(r"([.\[\]()*+?{}|^$\\])")
 GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
-               r"(Error|Exception):", CLUSTER_UP)  # fmt: skip
+               r"(Error|Exception):", CLUSTER_UP,
+               r"(ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]")  # fmt: skip
 
 
 def ere_literal(text: str) -> str:

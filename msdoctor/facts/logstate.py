@@ -39,6 +39,7 @@ KEEP_RECENT = 120  # … and since the last progress line (a flood keeps its fir
 GENERIC_MARKERS = (
     rb"\[ERROR\]", rb"\[CRITICAL\]", rb"\[EXCEPTION\]", rb"Traceback \(most recent call last\)",
     rb"(?:Error|Exception): ", rb"(?:Error|Exception):$",
+    rb"(?:ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # vLLM's level prefix
 )  # fmt: skip
 
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
@@ -197,12 +198,19 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         return  # the source line a traceback quotes under its frame, not a message
     for piece in split_embedded(text):
         rank: int | None = None
+        level_error = False
         if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
+            level_error = bool(LEVEL_PREFIX_ERROR_RE.match(piece))
             piece, rank = strip_prefixes(piece)
         if rank is not None:
             st.prefix_ranks[rank] = st.prefix_ranks.get(rank, 0) + 1
-        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line)
+        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error)
 
+# vLLM's `ERROR 05-15 11:58:24 [engine.py:448] message` (after an optional Ray `(… pid=N)`): the prefix is
+# stripped before matching, but its level still says the line is an error. A message indented after the
+# prefix is a traceback frame or a quoted source line, not the error.
+LEVEL_PREFIX_ERROR_RE = re.compile(r"^\s*(?:\([^()]{0,200}\)\s?)?(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+                                   r"\[[\w./-]{1,200}:\d{1,7}\] (?=[^\s])")
 CODE_HINT_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b")
 # The indented source line a Python traceback quotes under a frame (`    raise ValueError("The file {} does
 # not exist …".format(f))`) holds a message template, not a message: no rule reads it. Only candidate
@@ -234,7 +242,7 @@ def _incomplete(spec: ScanSpec, matches: list[Any]) -> bool:
 
 def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
                  banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None,
-                 next_line: Callable[[], str] | None = None) -> None:  # fmt: skip
+                 next_line: Callable[[], str] | None = None, level_error: bool = False) -> None:  # fmt: skip
     """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
     lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
     key = _DIGITS.sub("", text)
@@ -320,7 +328,8 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
                                   ts, ts_text, exc_type=rec.exc_type or "", prank=prank))  # fmt: skip
         return
-    if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)):
+    if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)
+                           or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text))):
         st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank))
 
 def _internal_code(groups: dict[str, str]) -> bool:

@@ -1,0 +1,116 @@
+"""The area of an error no rule recognises, from the wording of error messages (issue 11, blind holdout).
+
+The keyword lists are data (``msdoctor/data/error_families.toml``): per area, weighted regexes of the nouns
+and phrases an error message of that area uses in any framework (another allocator's out-of-memory, another
+framework's shape check), plus the exception type. A block (the error line and up to two lines of its
+block) is scored per area; the top area wins only with a minimum score and a lead over the runner-up, so a
+line with no clear winner stays unrecognised: better missed than misleading.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+AREAS = ("COMM", "MEM", "NUM", "ENV", "PAR", "DATA", "CKPT", "RT", "PERF")
+EXC_RE = re.compile(r"\b(?P<type>[A-Z]\w{0,60}?(?:Error|Exception))\b")
+MAX_LINE = 4096
+
+
+@dataclass(frozen=True)
+class Family:
+    area: str
+    keywords: tuple[tuple[re.Pattern[str], str, float], ...]
+
+
+@dataclass(frozen=True)
+class Families:
+    areas: tuple[Family, ...]
+    exception_types: dict[str, tuple[str, float]]
+    min_score: float
+    margin: float
+    tie_break: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Classification:
+    area: str
+    score: float
+    runner_up: str | None
+    runner_up_score: float
+    keywords: tuple[str, ...]  # what decided: the matched words of the winning area
+    line: str
+
+
+def parse(doc: dict[str, Any]) -> Families:
+    fams = []
+    for area, body in doc["areas"].items():
+        if area not in AREAS:
+            raise ValueError(f"error_families.toml: unknown area {area!r}")
+        kws = tuple((re.compile(p, re.I), p, float(w)) for p, w in body["keywords"])
+        fams.append(Family(area, kws))
+    exc = {k: (str(v[0]), float(v[1])) for k, v in doc.get("exception_types", {}).items()}
+    order = tuple(doc.get("tie_break", AREAS))
+    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order)
+
+
+@cache
+def families() -> Families:
+    text = resources.files("msdoctor.data").joinpath("error_families.toml").read_text(encoding="utf-8")
+    return parse(tomllib.loads(text))
+
+
+def message(line: str) -> str:
+    """The message of a log line, without its level/pid/time/source-file prefix (a path is no evidence)."""
+    from msdoctor.facts.logformats import parse_line
+
+    line = line[:MAX_LINE]
+    return parse_line(line).message.strip() or line
+
+
+def exception_type(text: str) -> str | None:
+    m = EXC_RE.search(text[:MAX_LINE])
+    return m.group("type") if m else None
+
+
+def scores(lines: list[str], fam: Families | None = None) -> dict[str, tuple[float, list[str]]]:
+    """Per area: the score of the block and the words that matched (each keyword counts once)."""
+    fam = fam or families()
+    block = "\n".join(message(ln) for ln in lines if ln)
+    out: dict[str, tuple[float, list[str]]] = {}
+    for f in fam.areas:
+        total, words = 0.0, []
+        for rx, _pat, w in f.keywords:
+            m = rx.search(block)
+            if m:
+                total += w
+                words.append(m.group(0))
+        if total:
+            out[f.area] = (total, words)
+    for ln in lines:
+        t = exception_type(ln or "")
+        if t and t in fam.exception_types:
+            area, w = fam.exception_types[t]
+            s, words = out.get(area, (0.0, []))
+            out[area] = (s + w, [*words, t] if t not in words else words)
+            break
+    return out
+
+
+def classify(lines: list[str], fam: Families | None = None) -> Classification | None:
+    """The area of an error block, or None when no area clearly wins (abstain)."""
+    fam = fam or families()
+    sc = scores([ln for ln in lines if ln], fam)
+    if not sc:
+        return None
+    order = {a: i for i, a in enumerate(fam.tie_break)}
+    ranked = sorted(sc.items(), key=lambda kv: (-kv[1][0], order.get(kv[0], 99)))
+    (area, (top, words)), rest = ranked[0], ranked[1:]
+    second, second_score = (rest[0][0], rest[0][1][0]) if rest else (None, 0.0)
+    if top < fam.min_score or top - second_score < fam.margin:
+        return None
+    return Classification(area, top, second, second_score, tuple(words), lines[0] if lines else "")

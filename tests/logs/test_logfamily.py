@@ -1,0 +1,145 @@
+"""The fallback classifier (rules COMM099 … PERF099): the area of an error no rule recognises, by its wording.
+
+Lines are copied exactly from the real-world corpus (tests/realworld/logs/<case>/, named beside each)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from msdoctor.facts.logfamily import AREAS, classify, families, parse, scores
+from tests.conftest import run_cli
+
+FIXTURES = Path(__file__).resolve().parent.parent / "rules" / "fixtures"
+MARK = re.compile(r"^#\s*(ruleid|ok):\s*([A-Z]+099)\s*$")
+
+# llamafactory-3839-ej0001-hccp-last-process-running-2024: no signature rule reads this line
+HCCL_UNRECOGNISED = "RuntimeError: [ERROR] HCCL error in: torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:64"
+# vllm-ascend-6949 (ENV053's example): a specific rule recognises it
+ENV053_LINE = "ImportError: ascend_transport.so: cannot open shared object file: No such file or directory"
+# vllm-ascend-2643-ei0007-qp-memory-exhausted-2025: HCCL resource exhaustion worded as memory — both areas' words
+EI0007 = ("(VllmWorker rank=3 pid=50935) ERROR 09-10 03:36:31 [multiproc_executor.py:527] RuntimeError: EI0007: [PID: "
+          "50935] 2025-09-10-03:36:31.100.592 Failed to allocate resource[qp] with info [aicpu rank:7,localUserrank:7,"
+          "localIpAddr: 100.97.0.8,deviceLogicId:3,send_cq_depth:32768]. Reason: Memory resources are exhausted.")  # fmt: skip
+# multi-lora-2-inpainting-weight-shape-9-vs-4-2024: a checkpoint fault worded with shapes
+WEIGHT_SHAPE = ('ValueError: Trying to set a tensor of shape torch.Size([320, 9, 3, 3]) in "weight" (which has shape '
+                'torch.Size([320, 4, 3, 3])), this look incorrect.')  # fmt: skip
+
+
+def _cases(area: str) -> list[tuple[str, str]]:
+    out, pending = [], None
+    for line in (FIXTURES / f"{area}099.log").read_text(encoding="utf-8").splitlines():
+        m = MARK.match(line)
+        if m:
+            pending = m.group(1)
+        elif pending:
+            out.append((pending, line))
+            pending = None
+    return out
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_fallback_fixture(area: str) -> None:
+    cases = _cases(area)
+    assert {k for k, _ in cases} == {"ruleid", "ok"}
+    for kind, line in cases:
+        c = classify([line])
+        if kind == "ruleid":
+            assert c is not None and c.area == area, (line, c, scores([line]))
+            assert c.keywords
+        else:
+            assert c is None or c.area != area, (line, c)
+
+
+@pytest.mark.parametrize("line", [EI0007, WEIGHT_SHAPE])
+def test_ambiguous_line_abstains(line: str) -> None:
+    sc = scores([line])
+    assert len(sc) >= 2, sc  # words of two areas are there ...
+    assert classify([line]) is None  # ... and neither leads by the margin: better missed than misleading
+
+
+def test_exception_type_counts() -> None:
+    fam = families()
+    base = scores(["NPU out of memory"], fam)["MEM"][0]
+    with_type = scores(["torch.OutOfMemoryError: NPU out of memory"], fam)["MEM"][0]
+    assert with_type > base
+    assert classify(["KeyError: 'model.layers.0.self_attn.q_proj.weight'"]) is None  # a key name alone is not enough
+
+
+def test_dataset_words_name_data_and_a_bare_error_abstains() -> None:
+    # mindnlp-1917-user-defined-python-function-dataset-roberta-2025
+    c = classify(["RuntimeError: Exception thrown from user defined Python function in dataset."])
+    assert c is not None and c.area == "DATA"
+    # vllm-ascend-910a-4-e90003-bf16-transdata-2025: no area's words at all
+    bare = ("RuntimeError: The Inner error is reported as above. The process exits for this inner error, and the "
+            "current working operator name is Identity.")  # fmt: skip
+    assert classify([bare]) is None
+
+
+def test_the_block_is_the_line_and_up_to_two_next_error_lines() -> None:
+    from msdoctor.checks.logs import error_block
+
+    evs = [{"file": "a", "line": n, "text": f"t{n}"} for n in (5, 6, 7, 8)] + [{"file": "b", "line": 6, "text": "x"}]
+    assert error_block(evs[0], evs) == ["t5", "t6", "t7"]
+
+
+def test_families_reject_an_unknown_area() -> None:
+    with pytest.raises(ValueError, match="unknown area"):
+        parse({"min_score": 3, "margin": 2, "areas": {"NET": {"keywords": [["x", 1]]}}})
+
+
+def test_every_keyword_is_linear() -> None:
+    """Keywords are searched on every unrecognised line: none may be super-linear (no nested quantifiers)."""
+    for f in families().areas:
+        for rx, pat, _w in f.keywords:
+            for pad in ("a", "1", " ", "a ", "/", "_"):
+                small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
+                t = time.perf_counter()
+                rx.search(small)
+                ts = time.perf_counter() - t
+                assert ts < 0.5, f"{f.area} {pat!r}: {ts:.2f} s on 8 KiB"
+                t = time.perf_counter()
+                rx.search(large)
+                tl = time.perf_counter() - t
+                if tl > 0.05:
+                    assert tl / max(ts, 1e-4) < 24, f"{f.area} {pat!r} grows super-linearly"
+
+
+def test_fallback_heads_an_unrecognised_error(tmp_path: Path) -> None:
+    log = tmp_path / "paste.log"
+    log.write_text(HCCL_UNRECOGNISED + "\n", encoding="utf-8")
+    r = run_cli("logs", "--json", str(log))
+    d = json.loads(r.out)
+    assert d["root_cause"]["rule"] == "COMM099"
+    assert "HCCL" in d["root_cause"]["message"] and "ProcessGroupHCCL.cpp:64" in d["root_cause"]["message"]
+    f = next(f for f in d["findings"] if f["rule"] == "COMM099")
+    assert f["severity"] == "warning"
+    txt = run_cli("logs", str(log)).out
+    assert "COMM099" in txt and "unrecognised error" not in txt
+
+
+def test_a_specific_rule_outranks_the_fallback(tmp_path: Path) -> None:
+    log = tmp_path / "paste.log"
+    log.write_text(HCCL_UNRECOGNISED + "\n" + ENV053_LINE + "\n", encoding="utf-8")
+    d = json.loads(run_cli("logs", "--json", str(log)).out)
+    assert d["root_cause"]["rule"] == "ENV053"
+    assert not [f for f in d["findings"] if f["rule"].endswith("099")]
+
+
+@pytest.mark.parametrize("engine", ["python", "auto"])
+def test_vllm_level_prefix_makes_an_error_event(tmp_path: Path, engine: str) -> None:
+    """vLLM's `ERROR MM-DD hh:mm:ss [file.py:N]` says the line is an error even after the prefix is stripped;
+    an indented traceback frame after it is not an error line (case vllm-ascend-876, lines copied exactly)."""
+    from msdoctor.checks.logs import unclassified_events
+    from msdoctor.facts.logs import collect
+
+    src = Path(__file__).resolve().parent.parent / "realworld" / "logs" / "vllm-ascend-876-w8a8-keyerror-q-proj-weight-2025"
+    log = tmp_path / "paste.log"
+    log.write_bytes((src / "paste.log").read_bytes())
+    facts, _ = collect([str(log)], engine=engine)
+    texts = [e["text"] for e in unclassified_events(facts)]
+    assert texts == ["'model.layers.0.self_attn.q_proj.weight'"], texts
