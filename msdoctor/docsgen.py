@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from msdoctor.commands.explain import rule_markdown
 from msdoctor.engine.catalogue import AREAS, Catalogue, load_catalogue
+from msdoctor.report.rulemd import rule_markdown
 
 HEADER = """# msdoctor rule catalogue
 

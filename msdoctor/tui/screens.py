@@ -29,8 +29,8 @@ def section(title: str, body: str | Text, style: str = "") -> Static:
 
 def explain_text(rule_id: str) -> str | None:
     """The rule's document, as ``msdoctor explain`` prints it (Markdown source, shown literally)."""
-    from msdoctor.commands.explain import rule_markdown
     from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.report.rulemd import rule_markdown
 
     rule = load_catalogue().get(rule_id)
     return None if rule is None else rule_markdown(rule, heading="#")
