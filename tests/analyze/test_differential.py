@@ -31,8 +31,8 @@ from msdoctor.facts import profile as prof
 
 pytest.importorskip("msprof_analyze")
 
-REAL = Path("/work/shared/real-profiles")
 ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT.parent / "shared" / "real-profiles"  # the shared/ copy beside the checkout (fallback only)
 CAPTURE = ROOT / "samples" / "profiles" / "msinsight_gpt3_2rank"
 REFERENCE = ROOT / "samples" / "profiles" / "msinsight_gpt3_reference" / "cluster_step_trace_time.csv"
 
