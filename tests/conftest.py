@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
+
+# `make test` runs `.venv/bin/python -m pytest` without activating the venv. msrun (a console script of
+# MindSpore) and the `python` it starts its workers with must be the venv's, as for a user who activated
+# it: the tests of `msdoctor run -- msrun …` launch exactly that command line.
+_BIN = str(Path(sys.executable).parent)
+if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 
 class CliResult:
