@@ -45,7 +45,11 @@ MAX_OUT_LINE = 1 << 20  # bytes of one printed line that are read; the rest is d
 ERE_SPECIAL = re.compile(r"([.\[\]()*+?{}|^$\\])")
 GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
                r"(Error|Exception):", CLUSTER_UP,
-               r"(ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]")  # fmt: skip
+               r"(ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
+               r"\[(error|fatal|FATAL)\]", r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
+               r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
+               r"\[E [A-Za-z_]", r"(Error|Exception).?$", r"[a-z]\.[A-Za-z]*(Invalid|Failure): ",
+               r"(CRITICAL|FATAL) \[", r" - (ERROR|CRITICAL) - ")  # fmt: skip
 
 
 def ere_literal(text: str) -> str:

@@ -24,6 +24,7 @@ from msdoctor.facts.logformats import (
     rank_from_path,
     rank_hints,
     split_embedded,
+    strip_prefix_info,
     strip_prefixes,
     world_size_hint,
 )
@@ -40,13 +41,18 @@ GENERIC_MARKERS = (
     rb"\[ERROR\]", rb"\[CRITICAL\]", rb"\[EXCEPTION\]", rb"Traceback \(most recent call last\)",
     rb"(?:Error|Exception): ", rb"(?:Error|Exception):$",
     rb"(?:ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # vLLM's level prefix
+    rb"\[(?:error|fatal|FATAL)\]",  # MindIE / ATB levels in lower case
+    rb"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # glog
+    rb"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"\[E [A-Za-z_]",  # c10's `[E614 19:45:30…]`, `[E File.cpp:1]`
+    rb"(?:Error|Exception)\r?$", rb"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
+    rb"(?:CRITICAL|FATAL) \[", rb" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
 )  # fmt: skip
 
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
 
 _DIGITS = re.compile(r"\d+")
 
-TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
+TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}[.:]\d{3}\.\d{3}")
 
 PROGRESS_HINT = "step"  # progress lines (LossMonitor, mindformers) carry no time stamp of their own
 
@@ -200,8 +206,11 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         rank: int | None = None
         level_error = False
         if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
-            level_error = bool(LEVEL_PREFIX_ERROR_RE.match(piece))
-            piece, rank = strip_prefixes(piece)
+            pre = strip_prefix_info(piece)
+            level_error = pre.level in ("ERROR", "CRITICAL") or bool(LEVEL_PREFIX_ERROR_RE.match(piece))
+            piece, rank = pre.text, pre.rank
+            if pre.level is not None:  # a log line by its prefix (glog, MindIE, vLLM …) even if its message is not
+                st.recognised += 1
         if rank is not None:
             st.prefix_ranks[rank] = st.prefix_ranks.get(rank, 0) + 1
         _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error)
@@ -366,7 +375,8 @@ def _head_grammar(head: bytes, max_lines: int = 400) -> int:
         if not raw.strip():
             continue
         text = raw.decode("utf-8", "replace")
-        if parse_line(text).grammar != "plain" or parse_line(strip_prefixes(text)[0]).grammar != "plain":
+        pre = strip_prefix_info(text)
+        if parse_line(text).grammar != "plain" or pre.level is not None or parse_line(pre.text).grammar != "plain":
             n += 1
     return n
 
