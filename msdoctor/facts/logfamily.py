@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -34,6 +34,7 @@ class Families:
     min_score: float
     margin: float
     tie_break: tuple[str, ...]
+    modules: dict[str, tuple[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,22 @@ class Classification:
 
 def parse(doc: dict[str, Any]) -> Families:
     fams = []
+    extra = doc.get("extra", {})
+    for area in set(extra) - set(doc["areas"]):
+        raise ValueError(f"error_families.toml: [extra.{area}] has no [areas.{area}]")
     for area, body in doc["areas"].items():
         if area not in AREAS:
             raise ValueError(f"error_families.toml: unknown area {area!r}")
-        kws = tuple((re.compile(p, re.I), p, float(w)) for p, w in body["keywords"])
+        pairs = list(body["keywords"]) + list(extra.get(area, {}).get("keywords", []))
+        kws = tuple((re.compile(p, re.I), p, float(w)) for p, w in pairs)
         fams.append(Family(area, kws))
     exc = {k: (str(v[0]), float(v[1])) for k, v in doc.get("exception_types", {}).items()}
+    mods = {k: (str(v[0]), float(v[1])) for k, v in doc.get("modules", {}).items()}
+    for name, (area, _w) in {**exc, **mods}.items():
+        if area not in AREAS:
+            raise ValueError(f"error_families.toml: {name} names unknown area {area!r}")
     order = tuple(doc.get("tie_break", AREAS))
-    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order)
+    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods)
 
 
 @cache
@@ -66,10 +75,13 @@ def families() -> Families:
 
 def message(line: str) -> str:
     """The message of a log line, without its level/pid/time/source-file prefix (a path is no evidence)."""
-    from msdoctor.facts.logformats import parse_line
+    from msdoctor.facts.logformats import parse_line, strip_prefixes
 
     line = line[:MAX_LINE]
-    return parse_line(line).message.strip() or line
+    rec = parse_line(line)
+    if rec.grammar == "plain":  # a launcher's or a logger's prefix (`[ts] [pid] [mod] [ERROR] [file.cpp:1] `)
+        rec = parse_line(strip_prefixes(line)[0])
+    return rec.message.strip() or line
 
 
 def exception_type(text: str) -> str | None:
@@ -91,6 +103,15 @@ def scores(lines: list[str], fam: Families | None = None) -> dict[str, tuple[flo
                 words.append(m.group(0))
         if total:
             out[f.area] = (total, words)
+    from msdoctor.facts.logformats import parse_line
+
+    for ln in lines:  # the module the line's grammar names (`[ERROR] HCCL(…)`), once per block
+        mod = parse_line((ln or "")[:MAX_LINE]).module
+        if mod and mod in fam.modules:
+            area, w = fam.modules[mod]
+            s, words = out.get(area, (0.0, []))
+            out[area] = (s + w, [*words, f"[{mod}]"])
+            break
     for ln in lines:
         t = exception_type(ln or "")
         if t and t in fam.exception_types:
