@@ -81,6 +81,8 @@ def message(line: str) -> str:
     rec = parse_line(line)
     if rec.grammar == "plain":  # a launcher's or a logger's prefix (`[ts] [pid] [mod] [ERROR] [file.cpp:1] `)
         rec = parse_line(strip_prefixes(line)[0])
+    if rec.grammar == "python-exc" and rec.exc_type and "." in rec.exc_type:  # `pyarrow.lib.ArrowInvalid`: its module says
+        return f"{rec.exc_type}: {rec.message.strip()}"
     return rec.message.strip() or line
 
 
