@@ -317,6 +317,10 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         else:
             h["count"] += 1
             h["last"] = ev
+        vals = h.setdefault("values", {})  # every value the rule's lines parsed, first seen (not only the first line's)
+        for k, v in sm.groups.items():
+            if v and k not in vals and len(vals) < 16:
+                vals[k] = str(v)[:200]
         pid = str(rec.pid if rec.pid is not None else -1)  # a console echoes its workers' lines: count by writer
         if pid in h["pids"] or len(h["pids"]) < 64:
             h["pids"][pid] = h["pids"].get(pid, 0) + 1

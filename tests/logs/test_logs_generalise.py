@@ -174,3 +174,15 @@ def test_a_warning_of_the_same_area_keeps_its_specific_rule(tmp_path):
                  encoding="utf-8")  # fmt: skip
     d = run_cli("logs", str(f), "--json").json()
     assert d["root_cause"]["rule"] == "CKPT003", d["root_cause"]
+
+
+def test_headline_values_come_from_any_line_of_the_rule(tmp_path):
+    """vllm-ascend#405: the EJ0003 header names no port; a later line of the same failure does."""
+    f = tmp_path / "x.log"
+    f.write_text("[rank0]: EJ0003: [PID: 159] 2025-03-26-17:01:02.816.428 Failed to bind the IP port. Reason: The IP "
+                 "address and port have been bound already.\n"
+                 "[rank0]:         TraceBack (most recent call last):\n"
+                 "[rank0]:         host nic listen start failed, port[60000], return[11][FUNC:StartListenSocket]"
+                 "[FILE:network_manager.cc][LINE:1163]\n", encoding="utf-8")  # fmt: skip
+    rc = run_cli("logs", str(f), "--json").json()["root_cause"]
+    assert rc["rule"].startswith("COMM") and "60000" in rc["message"], rc
