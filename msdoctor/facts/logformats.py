@@ -46,6 +46,8 @@ PYLOG_RE = re.compile(
 PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
                        r"(?:: ?(?P<msg>.*)|\s*)$")
 TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
+# A C++ process that aborts on an exception (MindIE, ATB, torch_npu's C++ side): the exception's class.
+CPP_TERMINATE_RE = re.compile(r"^terminate called after throwing an instance of '(?P<type>[\w:<>, ]{1,120})'\s*$")
 # `2025-01-01-20:10:17.012.780`; some CANN/HCCL builds write the milliseconds after a colon (`…:17:012.780`).
 TS_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2}):(\d{2}):(\d{2})[.:](\d{3})\.(\d{3})")
 
@@ -125,6 +127,9 @@ def parse_line(line: str) -> LogRecord:
     m = PY_EXC_RE.match(text)
     if m:
         return LogRecord("python-exc", m["msg"] or "", "ERROR", exc_type=m["type"])
+    m = CPP_TERMINATE_RE.match(text)
+    if m:
+        return LogRecord("python-exc", text, "ERROR", exc_type=m["type"])
     if TRACEBACK_RE.match(text):
         return LogRecord("traceback", text)
     return LogRecord("plain", text)

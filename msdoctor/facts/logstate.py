@@ -46,6 +46,7 @@ GENERIC_MARKERS = (
     rb"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"\[E [A-Za-z_]",  # c10's `[E614 19:45:30…]`, `[E File.cpp:1]`
     rb"(?:Error|Exception)\r?$", rb"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
     rb"(?:CRITICAL|FATAL) \[", rb" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
+    rb"terminate called after throwing",  # a C++ abort
 )  # fmt: skip
 
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR

@@ -186,3 +186,8 @@ def test_headline_values_come_from_any_line_of_the_rule(tmp_path):
                  "[FILE:network_manager.cc][LINE:1163]\n", encoding="utf-8")  # fmt: skip
     rc = run_cli("logs", str(f), "--json").json()["root_cause"]
     assert rc["rule"].startswith("COMM") and "60000" in rc["message"], rc
+
+
+def test_cpp_abort_is_an_exception_line():
+    rec = parse_line("terminate called after throwing an instance of 'std::out_of_range'")
+    assert (rec.grammar, rec.exc_type, rec.is_error) == ("python-exc", "std::out_of_range", True)
