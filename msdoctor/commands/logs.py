@@ -217,12 +217,16 @@ def _area(rule: str | None) -> str:
 
 
 def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
-    """The verdict is a first-error headline that is only a warning, or a consequence of something else: an
-    error no rule knows, classified by its wording, says more."""
+    """The verdict is a first-error headline that is a consequence of something else (or a warning that is not
+    a root cause): an error no rule knows, classified by its wording, says more. A warning that is a root
+    cause (parameters not loaded, an overflow) keeps the headline: what fails after it may follow from it."""
     if rc.get("verdict") != "first-error":
         return False
     head = next((f for f in findings if f.rule == rc.get("rule")), None)
-    return head is not None and (head.severity.value == "warning" or head.data.get("role") == "consequence")
+    if head is None:
+        return False
+    role = head.data.get("role")
+    return role == "consequence" or (head.severity.value == "warning" and role not in ("root", None))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -150,28 +150,28 @@ def test_fallback_reads_past_a_block_that_names_no_area(tmp_path):
     assert rc["rule"] == "PAR099"
 
 
-def test_a_warning_headline_does_not_silence_the_error_no_rule_knows(tmp_path):
-    """A checkpoint warning fires a rule (CKPT003); the error after it, of another area, is read by its wording
-    and heads the verdict; the warning stays a finding."""
+def test_a_consequence_headline_does_not_silence_the_error_no_rule_knows(tmp_path):
+    """torch_npu's `ERR02200 DIST call hccl api failed` only says a collective failed (a consequence); the
+    error of another area no rule knows, read by its wording, heads the verdict; the consequence stays a finding."""
+    f = tmp_path / "x.log"
+    f.write_text("[ERROR] 2025-10-29-02:17:03 (PID:144556, Device:0, RankID:0) ERR02200 DIST call hccl api failed.\n"
+                 "RuntimeError: Invalid DP number per node: 0\n", encoding="utf-8")  # fmt: skip
+    d = run_cli("logs", str(f), "--json").json()
+    heads = {x["rule"]: x for x in d["findings"]}
+    cons = [r for r, x in heads.items() if r.startswith("COMM") and r != "COMM099"]
+    if not cons:  # no consequence rule reads that line in this catalogue: nothing to test here
+        pytest.skip("no COMM consequence rule for ERR02200")
+    assert d["root_cause"]["rule"] == "PAR099", d["root_cause"]
+
+
+def test_a_root_warning_keeps_the_headline(tmp_path):
+    """CKPT003 (parameters not loaded) is a root cause: an error of another area after it may follow from it."""
     f = tmp_path / "x.log"
     f.write_text("[WARNING] ME(10485:140405902093184,MainProcess):2026-11-29-19:45:18.293.000 [mindspore/train/"
                  "serialization.py:1858] For 'load_param_into_net', 2 parameters in the 'net' are not loaded, because "
                  "they are not in the 'parameter_dict', please check whether the network structure is consistent "
                  "when training and loading checkpoint.\n"
                  "RuntimeError: Invalid DP number per node: 0\n", encoding="utf-8")  # fmt: skip
-    d = run_cli("logs", str(f), "--json").json()
-    assert d["root_cause"]["rule"] == "PAR099", d["root_cause"]
-    assert {x["rule"] for x in d["findings"]} >= {"PAR099", "CKPT003"}
-
-
-def test_a_warning_of_the_same_area_keeps_its_specific_rule(tmp_path):
-    f = tmp_path / "x.log"
-    f.write_text("[WARNING] ME(10485:140405902093184,MainProcess):2026-11-29-19:45:18.293.000 [mindspore/train/"
-                 "serialization.py:1858] For 'load_param_into_net', 2 parameters in the 'net' are not loaded, because "
-                 "they are not in the 'parameter_dict', please check whether the network structure is consistent "
-                 "when training and loading checkpoint.\n"
-                 "RuntimeError: the checkpoint file could not be read, unexpected keys in the state_dict\n",
-                 encoding="utf-8")  # fmt: skip
     d = run_cli("logs", str(f), "--json").json()
     assert d["root_cause"]["rule"] == "CKPT003", d["root_cause"]
 
