@@ -191,3 +191,8 @@ def test_headline_values_come_from_any_line_of_the_rule(tmp_path):
 def test_cpp_abort_is_an_exception_line():
     rec = parse_line("terminate called after throwing an instance of 'std::out_of_range'")
     assert (rec.grammar, rec.exc_type, rec.is_error) == ("python-exc", "std::out_of_range", True)
+
+
+def test_megatron_dataset_prefix_names_data():
+    c = classify(["AssertionError: alpaca_text_document not exists"])  # MindSpeed-LLM FAQ
+    assert c is not None and c.area == "DATA"
