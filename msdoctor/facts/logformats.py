@@ -174,6 +174,7 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tick", re.compile(r"^`{1,3}(?=\S)")),  # a line pasted inside markdown backticks
     ("", re.compile(r"^\s+(?=\S)")),
 )
+RAY_REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]$")
 _LEVEL_WORDS = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL", "WARN": "WARNING", "FATAL": "CRITICAL"}
 
 
@@ -197,7 +198,7 @@ def strip_prefix_info(text: str) -> Prefixed:
         text = ANSI_RE.sub("", text)
     rank: int | None = None
     level: str | None = None
-    tick = False
+    tick = ray = False
     for _ in range(8):
         for kind, rx in PREFIX_RES:
             m = rx.match(text)
@@ -205,6 +206,7 @@ def strip_prefix_info(text: str) -> Prefixed:
                 if kind == "rank" and rank is None:
                     rank = int(m.group(1))
                 tick = tick or kind == "tick"
+                ray = ray or kind == "pid"
                 lvl = m.groupdict().get("lvl")
                 text = text[m.end() :]
                 if lvl and level is None:
@@ -215,6 +217,8 @@ def strip_prefix_info(text: str) -> Prefixed:
             break
     if tick and text.endswith("`"):
         text = text.rstrip("`")
+    if ray and text.endswith("cluster]"):  # Ray's de-duplication note after a repeated line
+        text = RAY_REPEATED_RE.sub("", text)
     return Prefixed(text, rank, level or None)
 
 

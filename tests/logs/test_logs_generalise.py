@@ -51,6 +51,8 @@ from tests.conftest import run_cli
         ("vllm-1  | ERROR 10-15 16:32:16 [core.py:708] EngineCore failed", "EngineCore failed", "ERROR", None),
         ("`RuntimeError: NPU out of memory.`", "RuntimeError: NPU out of memory.", None, None),
         ("CRITICAL [vllm] engine dead", "engine dead", "CRITICAL", None),
+        # Ray's de-duplication note after a repeated worker line
+        ("(MegatronTrainRayActor pid=3848117) RuntimeError: x [repeated 7x across cluster]", "RuntimeError: x", None, None),
     ],
 )
 def test_prefix_says_text_level_and_rank(raw, text, level, rank):
