@@ -420,7 +420,7 @@ def classify_first(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None
         block = error_block(e, evs)
         line = int(e.get("line") or 0)
         read.update((e.get("file"), line + i) for i in range(3))
-        c = classify(block)
+        c = classify(block, frames=e.get("frames"))
         if c is not None:
             return e, block, c
         blocks += 1

@@ -35,6 +35,7 @@ class Families:
     margin: float
     tie_break: tuple[str, ...]
     modules: dict[str, tuple[str, float]] = field(default_factory=dict)
+    frames: tuple[tuple[re.Pattern[str], str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,12 @@ def parse(doc: dict[str, Any]) -> Families:
     for name, (area, _w) in {**exc, **mods}.items():
         if area not in AREAS:
             raise ValueError(f"error_families.toml: {name} names unknown area {area!r}")
+    frames = tuple((re.compile(p), str(a), float(w)) for p, a, w in doc.get("frames", {}).get("paths", []))
+    for _rx, area, w in frames:
+        if area not in AREAS or w > 2.0:
+            raise ValueError(f"error_families.toml: a [frames] path names unknown area {area!r} or weighs more than 2")
     order = tuple(doc.get("tie_break", AREAS))
-    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods)
+    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames)
 
 
 @cache
@@ -91,8 +96,9 @@ def exception_type(text: str) -> str | None:
     return m.group("type") if m else None
 
 
-def scores(lines: list[str], fam: Families | None = None) -> dict[str, tuple[float, list[str]]]:
-    """Per area: the score of the block and the words that matched (each keyword counts once)."""
+def scores(lines: list[str], fam: Families | None = None, frames: list[str] | None = None) -> dict[str, tuple[float, list[str]]]:
+    """Per area: the score of the block and the words that matched (each keyword counts once). ``frames``: the
+    innermost traceback frames of the exception (source paths); each area counts its first matching path once."""
     fam = fam or families()
     block = "\n".join(message(ln) for ln in lines if ln)
     out: dict[str, tuple[float, list[str]]] = {}
@@ -114,6 +120,13 @@ def scores(lines: list[str], fam: Families | None = None) -> dict[str, tuple[flo
             s, words = out.get(area, (0.0, []))
             out[area] = (s + w, [*words, f"[{mod}]"])
             break
+    counted: set[str] = set()
+    for path in reversed(frames or []):  # innermost first
+        for rx, area, w in fam.frames:
+            if area not in counted and rx.search(path):
+                counted.add(area)
+                s, words = out.get(area, (0.0, []))
+                out[area] = (s + w, [*words, f"frame {path.rsplit('/', 2)[-2] if path.count('/') >= 2 else path}"])
     for ln in lines:
         t = exception_type(ln or "")
         if t and t in fam.exception_types:
@@ -124,10 +137,10 @@ def scores(lines: list[str], fam: Families | None = None) -> dict[str, tuple[flo
     return out
 
 
-def classify(lines: list[str], fam: Families | None = None) -> Classification | None:
+def classify(lines: list[str], fam: Families | None = None, frames: list[str] | None = None) -> Classification | None:
     """The area of an error block, or None when no area clearly wins (abstain)."""
     fam = fam or families()
-    sc = scores([ln for ln in lines if ln], fam)
+    sc = scores([ln for ln in lines if ln], fam, frames)
     if not sc:
         return None
     order = {a: i for i, a in enumerate(fam.tie_break)}

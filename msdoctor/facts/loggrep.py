@@ -35,6 +35,7 @@ from msdoctor.facts.logstate import (
     _handle,
     _mostly_binary,
     _summary,
+    frames_before,
     resolve_progress,
     ts_before,
 )
@@ -135,6 +136,10 @@ def patterns_for(spec: ScanSpec) -> tuple[str, ...] | None:
 
 def _ts_before(fd: int, off: int) -> tuple[float | None, str | None]:
     return ts_before(lambda a, b: os.pread(fd, b - a, a), off)
+
+
+def _frames(fd: int, off: int) -> list[str]:
+    return frames_before(lambda a, b: os.pread(fd, b - a, a), off)
 
 
 def _banner(fd: int, end: int) -> dict[str, str]:
@@ -259,7 +264,7 @@ def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> str
             end = offset + len(body)
             _handle(f.st, spec, _decode(body, f.st), lineno, partial(_ts_before, f.fd, offset),
                     partial(_banner, f.fd, end), partial(_next_is_rule, f.fd, end),
-                    partial(_next_line, f.fd, end))  # fmt: skip
+                    partial(_next_line, f.fd, end), partial(_frames, f.fd, offset))  # fmt: skip
         err = proc.stderr.read(4096).decode("utf-8", "replace").strip() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         return err or f"exit {proc.returncode}"

@@ -169,6 +169,22 @@ def ts_before(read: Callable[[int, int], bytes], pos: int) -> tuple[float | None
 
 TsLookup = Callable[[], tuple[float | None, str | None]]
 
+FramesLookup = Callable[[], list[str]]
+FRAME_RE = re.compile(rb'File "([^"\n]{1,300})", line \d+')
+TRACEBACK_BYTES = b"Traceback (most recent call last)"
+MAX_FRAMES = 4
+
+
+def frames_before(read: Callable[[int, int], bytes], pos: int) -> list[str]:
+    """The innermost frames (source paths, innermost last) of the traceback just above byte ``pos``: where an
+    exception was raised says which subsystem raised it (`datasets/builder.py`, `torch/distributed/…`)."""
+    window = read(max(0, pos - 8192), pos)
+    start = window.rfind(TRACEBACK_BYTES)
+    if start >= 0:
+        window = window[start:]
+    paths = [m.group(1).decode("utf-8", "replace") for m in FRAME_RE.finditer(window)]
+    return paths[-MAX_FRAMES:]
+
 BannerLookup = Callable[[], dict[str, str]]
 
 def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | None, ts_text: str | None,
@@ -195,7 +211,7 @@ def resolve_progress(st: _FileState) -> None:
 
 def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
             banner_lookup: BannerLookup, next_is_rule: Callable[[], bool],
-            next_line: Callable[[], str] | None = None) -> None:  # fmt: skip
+            next_line: Callable[[], str] | None = None, frames_lookup: FramesLookup | None = None) -> None:  # fmt: skip
     """One candidate line as pasted: a JSON/repr string holding several lines is split at its literal
     ``\\n``; each line loses the prefixes a launcher or a paste put in front (``[rank1]:``, Ray's
     ``(pid=…)``, ANSI colour, a time stamp) unless the line already fits a known grammar as it is."""
@@ -214,7 +230,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
                 st.recognised += 1
         if rank is not None:
             st.prefix_ranks[rank] = st.prefix_ranks.get(rank, 0) + 1
-        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error)
+        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error,
+                     frames_lookup)
 
 # vLLM's `ERROR 05-15 11:58:24 [engine.py:448] message` (after an optional Ray `(… pid=N)`): the prefix is
 # stripped before matching, but its level still says the line is an error. A message indented after the
@@ -252,7 +269,8 @@ def _incomplete(spec: ScanSpec, matches: list[Any]) -> bool:
 
 def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
                  banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None,
-                 next_line: Callable[[], str] | None = None, level_error: bool = False) -> None:  # fmt: skip
+                 next_line: Callable[[], str] | None = None, level_error: bool = False,
+                 frames_lookup: FramesLookup | None = None) -> None:  # fmt: skip
     """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
     lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
     key = _DIGITS.sub("", text)
@@ -339,8 +357,9 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         st.exceptions.append(exc)
         if not classified:
             body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
+            frames = frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None
             st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
-                                  ts, ts_text, exc_type=rec.exc_type or "", prank=prank))  # fmt: skip
+                                  ts, ts_text, exc_type=rec.exc_type or "", prank=prank, frames=frames or None))  # fmt: skip
         return
     if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)
                            or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text))):

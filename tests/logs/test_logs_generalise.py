@@ -198,3 +198,30 @@ def test_cpp_abort_is_an_exception_line():
 def test_megatron_dataset_prefix_names_data():
     c = classify(["AssertionError: alpaca_text_document not exists"])  # MindSpeed-LLM FAQ
     assert c is not None and c.area == "DATA"
+
+
+def test_traceback_frames_tip_a_message_with_few_words(tmp_path):
+    """Where the exception was raised counts (at most 2.0, below the minimum score): a frame in
+    torch/distributed tips `timed out` (COMM 1.0) over the minimum; the launcher's elastic frames do not."""
+    body = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper\n'
+            "    return f(*args, **kwargs)\n"
+            '  File "{inner}", line 2501, in all_reduce\n'
+            "    work = group.allreduce([tensor], opts)\n"
+            "RuntimeError: timed out while waiting for the peer\n")  # fmt: skip
+    f = tmp_path / "a.log"
+    f.write_text(body.format(inner="/usr/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py"), encoding="utf-8")
+    rc = run_cli("logs", str(f), "--json").json()["root_cause"]
+    assert rc["rule"] == "COMM099", rc
+    g = tmp_path / "b.log"
+    g.write_text(body.format(inner="/work/train.py"), encoding="utf-8")
+    rc = run_cli("logs", str(g), "--json").json()["root_cause"]
+    assert rc.get("rule") is None, rc
+
+
+def test_frames_data_is_bounded():
+    fam = families()
+    assert fam.frames and all(w <= 2.0 for _rx, _a, w in fam.frames)
+    with pytest.raises(ValueError, match="frames"):
+        parse({"min_score": 3, "margin": 2, "areas": {"MEM": {"keywords": [["oom", 3]]}},
+               "frames": {"paths": [["x/", "MEM", 3.0]]}})
