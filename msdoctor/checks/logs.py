@@ -385,28 +385,61 @@ def error_block(e: Mapping[str, Any], events: list[dict[str, Any]]) -> list[str]
 
 
 def _specific_hit(facts: Facts) -> bool:
-    """A signature rule recognised an error or warning: a specific rule always outranks the fallback."""
+    """A signature rule recognised an error that is a root cause: a specific rule then outranks the fallback.
+    A warning (a CPU fallback, a deprecation) or a consequence (a collective that failed because of something
+    else, torch_npu's `ERR02200 DIST call hccl api failed`) does not say what went wrong: the fallback still
+    reads the error no rule knows."""
     for h in facts.get_known("logs.hits") or []:
         firsts = h.get("firsts") or [h.get("first") or {}]
-        if any(f.get("severity") in ("error", "warning") for f in firsts):
+        if any(f.get("severity") == "error" and f.get("role") != "consequence" for f in firsts):
             return True
     return False
+
+
+MAX_BLOCKS = 5  # error blocks the fallback reads, past those whose wording names no area
+
+
+def fallback_candidates(facts: Facts) -> list[dict[str, Any]]:
+    """The unrecognised errors in the order the fallback reads them: exception lines first, then the rest."""
+    evs = unclassified_events(facts)
+    exc = [e for e in evs if "Error" in e.get("text", "") or "Exception" in e.get("text", "")]
+    return exc + [e for e in evs if e not in exc]
+
+
+def classify_first(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None:
+    """The first unrecognised error whose block's wording names an area (reading past up to MAX_BLOCKS - 1
+    blocks that name none: a generic `RuntimeError: … failed` before the line that says what), or None."""
+    from msdoctor.facts.logfamily import classify
+
+    evs = unclassified_events(facts)
+    read: set[tuple[Any, int]] = set()  # lines already read as part of an earlier block
+    blocks = 0
+    for e in fallback_candidates(facts):
+        if (e.get("file"), int(e.get("line") or 0)) in read:
+            continue
+        block = error_block(e, evs)
+        line = int(e.get("line") or 0)
+        read.update((e.get("file"), line + i) for i in range(3))
+        c = classify(block, frames=e.get("frames"))
+        if c is not None:
+            return e, block, c
+        blocks += 1
+        if blocks >= MAX_BLOCKS:
+            break
+    return None
 
 
 @check_params(area=str)
 def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """X099: the first error no rule recognises, classified by its wording (msdoctor/data/error_families.toml)."""
-    from msdoctor.facts.logfamily import classify
-
     facts.need("logs.hits")
     if _specific_hit(facts):
         return
-    e = first_unclassified(facts)
-    if e is None:
+    found = classify_first(facts)
+    if found is None:
         return
-    block = error_block(e, unclassified_events(facts))
-    c = classify(block)
-    if c is None or c.area != params["area"]:
+    e, block, c = found
+    if c.area != params["area"]:
         return
     words = ", ".join(f"`{w}`" for w in c.keywords[:6])
     runner = f"; next {c.runner_up} {c.runner_up_score:g}" if c.runner_up else ""

@@ -212,6 +212,23 @@ def root_cause(findings: list[Finding]) -> dict[str, Any]:
     return {"rank": None, "reason": "no rank ends in an error or a collective failure: nothing to correlate"}
 
 
+def _area(rule: str | None) -> str:
+    return "".join(ch for ch in str(rule or "") if ch.isalpha())
+
+
+def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
+    """The verdict is a first-error headline that is a consequence of something else (or a warning that is not
+    a root cause): an error no rule knows, classified by its wording, says more. A warning that is a root
+    cause (parameters not loaded, an overflow) keeps the headline: what fails after it may follow from it."""
+    if rc.get("verdict") != "first-error":
+        return False
+    head = next((f for f in findings if f.rule == rc.get("rule")), None)
+    if head is None:
+        return False
+    role = head.data.get("role")
+    return role == "consequence" or (head.severity.value == "warning" and role not in ("root", None))
+
+
 def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -235,15 +252,18 @@ def run(args: argparse.Namespace) -> int:
     fallback = [f for f in findings if "fallback" in f.data]
     findings = [f for f in findings if f not in fallback]
     rc = root_cause(findings)
-    if rc.get("rule") is None and facts.is_known("logs.ranks"):
+    weak = _weak_headline(rc, findings)
+    if weak and not any(_area(f.rule) != _area(rc.get("rule")) for f in fallback):
+        weak = False  # the error no rule knows is of the headline's own area: the specific rule says more
+    if (rc.get("rule") is None or weak) and facts.is_known("logs.ranks"):
         e = first_unclassified(facts)
         if e is not None and fallback:  # no rule knows it, but its wording names the area (X099, a warning)
-            fb = fallback[0]
+            fb = fallback[0]  # (beside a headline that is only a warning or a consequence, the error says more)
             findings = [fb, *findings]
             rc = {"rank": fb.rank, "rule": fb.rule, "verdict": "first-error", "signature": fb.rule,
                   "message": fb.message, "fix": fb.fix, "evidence": [x.to_dict() for x in fb.evidence],
                   "consequences": [], "chain": [], "named_culprit": False, "classified_by": "wording"}  # fmt: skip
-        elif e is not None:  # an error no rule knows is still the error: say it, with where it is
+        elif e is not None and not weak:  # an error no rule knows is still the error: say it, with where it is
             rc = {"rank": e.get("prank"), "rule": None, "verdict": "unrecognised-error",
                   "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
                             f"({e.get('file')}:{e.get('line')})"}  # fmt: skip

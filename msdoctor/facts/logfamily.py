@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -34,6 +34,8 @@ class Families:
     min_score: float
     margin: float
     tie_break: tuple[str, ...]
+    modules: dict[str, tuple[str, float]] = field(default_factory=dict)
+    frames: tuple[tuple[re.Pattern[str], str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,26 @@ class Classification:
 
 def parse(doc: dict[str, Any]) -> Families:
     fams = []
+    extra = doc.get("extra", {})
+    for area in set(extra) - set(doc["areas"]):
+        raise ValueError(f"error_families.toml: [extra.{area}] has no [areas.{area}]")
     for area, body in doc["areas"].items():
         if area not in AREAS:
             raise ValueError(f"error_families.toml: unknown area {area!r}")
-        kws = tuple((re.compile(p, re.I), p, float(w)) for p, w in body["keywords"])
+        pairs = list(body["keywords"]) + list(extra.get(area, {}).get("keywords", []))
+        kws = tuple((re.compile(p, re.I), p, float(w)) for p, w in pairs)
         fams.append(Family(area, kws))
     exc = {k: (str(v[0]), float(v[1])) for k, v in doc.get("exception_types", {}).items()}
+    mods = {k: (str(v[0]), float(v[1])) for k, v in doc.get("modules", {}).items()}
+    for name, (area, _w) in {**exc, **mods}.items():
+        if area not in AREAS:
+            raise ValueError(f"error_families.toml: {name} names unknown area {area!r}")
+    frames = tuple((re.compile(p), str(a), float(w)) for p, a, w in doc.get("frames", {}).get("paths", []))
+    for _rx, area, w in frames:
+        if area not in AREAS or w > 2.0:
+            raise ValueError(f"error_families.toml: a [frames] path names unknown area {area!r} or weighs more than 2")
     order = tuple(doc.get("tie_break", AREAS))
-    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order)
+    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames)
 
 
 @cache
@@ -66,10 +80,15 @@ def families() -> Families:
 
 def message(line: str) -> str:
     """The message of a log line, without its level/pid/time/source-file prefix (a path is no evidence)."""
-    from msdoctor.facts.logformats import parse_line
+    from msdoctor.facts.logformats import parse_line, strip_prefixes
 
     line = line[:MAX_LINE]
-    return parse_line(line).message.strip() or line
+    rec = parse_line(line)
+    if rec.grammar == "plain":  # a launcher's or a logger's prefix (`[ts] [pid] [mod] [ERROR] [file.cpp:1] `)
+        rec = parse_line(strip_prefixes(line)[0])
+    if rec.grammar == "python-exc" and rec.exc_type and "." in rec.exc_type:  # `pyarrow.lib.ArrowInvalid`: its module says
+        return f"{rec.exc_type}: {rec.message.strip()}"
+    return rec.message.strip() or line
 
 
 def exception_type(text: str) -> str | None:
@@ -77,8 +96,9 @@ def exception_type(text: str) -> str | None:
     return m.group("type") if m else None
 
 
-def scores(lines: list[str], fam: Families | None = None) -> dict[str, tuple[float, list[str]]]:
-    """Per area: the score of the block and the words that matched (each keyword counts once)."""
+def scores(lines: list[str], fam: Families | None = None, frames: list[str] | None = None) -> dict[str, tuple[float, list[str]]]:
+    """Per area: the score of the block and the words that matched (each keyword counts once). ``frames``: the
+    innermost traceback frames of the exception (source paths); each area counts its first matching path once."""
     fam = fam or families()
     block = "\n".join(message(ln) for ln in lines if ln)
     out: dict[str, tuple[float, list[str]]] = {}
@@ -91,6 +111,22 @@ def scores(lines: list[str], fam: Families | None = None) -> dict[str, tuple[flo
                 words.append(m.group(0))
         if total:
             out[f.area] = (total, words)
+    from msdoctor.facts.logformats import parse_line
+
+    for ln in lines:  # the module the line's grammar names (`[ERROR] HCCL(…)`), once per block
+        mod = parse_line((ln or "")[:MAX_LINE]).module
+        if mod and mod in fam.modules:
+            area, w = fam.modules[mod]
+            s, words = out.get(area, (0.0, []))
+            out[area] = (s + w, [*words, f"[{mod}]"])
+            break
+    counted: set[str] = set()
+    for path in reversed(frames or []):  # innermost first
+        for rx, area, w in fam.frames:
+            if area not in counted and rx.search(path):
+                counted.add(area)
+                s, words = out.get(area, (0.0, []))
+                out[area] = (s + w, [*words, f"frame {path.rsplit('/', 2)[-2] if path.count('/') >= 2 else path}"])
     for ln in lines:
         t = exception_type(ln or "")
         if t and t in fam.exception_types:
@@ -101,10 +137,10 @@ def scores(lines: list[str], fam: Families | None = None) -> dict[str, tuple[flo
     return out
 
 
-def classify(lines: list[str], fam: Families | None = None) -> Classification | None:
+def classify(lines: list[str], fam: Families | None = None, frames: list[str] | None = None) -> Classification | None:
     """The area of an error block, or None when no area clearly wins (abstain)."""
     fam = fam or families()
-    sc = scores([ln for ln in lines if ln], fam)
+    sc = scores([ln for ln in lines if ln], fam, frames)
     if not sc:
         return None
     order = {a: i for i, a in enumerate(fam.tie_break)}

@@ -21,14 +21,14 @@ ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "EXCEPTION"})
 MINDSPORE_RE = re.compile(
     r"^\[(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|EXCEPTION)\] ?(?P<module>[A-Z_]+)"
     r"\((?P<pid>\d+)[,:](?P<tid>[0-9a-fx]+),(?P<pname>[^)]*)\):"
-    r"(?P<ts>\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3})\s*"
+    r"(?P<ts>\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}[.:]\d{3}\.\d{3})\s*"
     r"\[(?P<src>[^\]]+?):(?P<line>\d+)\](?: (?P<func>\w+)\])? ?(?P<msg>.*)$"
 )
 # CANN plog / device log: `[LEVEL] MOD(pid,pname):ts [file:line]msg`; HCCL adds `[tag][rank]` blocks,
 # RUNTIME a thread id, HCCP `tid:N,func(line) :`, newer CANN drops the space before the module (§4.1).
 PLOG_RE = re.compile(
     r"^\[(?P<level>ERROR|WARNING|INFO|DEBUG|EVENT|TRACE)\]\s?(?P<module>[A-Z_]+)"
-    r"\((?P<pid>\d+),(?P<pname>[^)]*)\):(?P<ts>\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3})\s*(?P<rest>.*)$"
+    r"\((?P<pid>\d+),(?P<pname>[^)]*)\):(?P<ts>\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}[.:]\d{3}\.\d{3})\s*(?P<rest>.*)$"
 )
 PLOG_SRC_RE = re.compile(r"\[(?P<src>[\w./-]+\.(?:cc|cpp|c|h|hpp|py)):(?P<line>\d+)\]")
 # torch_npu style prefix seen next to the same CANN codes (§4.2).
@@ -41,9 +41,15 @@ PYLOG_RE = re.compile(
     r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),(?P<ms>\d{3}) - (?P<module>[\w.:\[\]/-]+) - "
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?P<msg>.*)$"
 )
-PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): ?(?P<msg>.*)$")
+# `KeyError: 'x'`, `pyarrow.lib.ArrowInvalid: …` (a dotted class named …Invalid / …Failure), and a bare
+# `AssertionError` on a line of its own (an assert without a message).
+PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
+                       r"(?:: ?(?P<msg>.*)|\s*)$")
 TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
-TS_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2}):(\d{2}):(\d{2})\.(\d{3})\.(\d{3})")
+# A C++ process that aborts on an exception (MindIE, ATB, torch_npu's C++ side): the exception's class.
+CPP_TERMINATE_RE = re.compile(r"^terminate called after throwing an instance of '(?P<type>[\w:<>, ]{1,120})'\s*$")
+# `2025-01-01-20:10:17.012.780`; some CANN/HCCL builds write the milliseconds after a colon (`…:17:012.780`).
+TS_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2}):(\d{2}):(\d{2})[.:](\d{3})\.(\d{3})")
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,10 @@ def parse_line(line: str) -> LogRecord:
         return LogRecord("pylog", m["msg"], m["level"], m["module"], time=_pylog_ts(m["ts"], m["ms"]), ts_text=m["ts"])
     m = PY_EXC_RE.match(text)
     if m:
-        return LogRecord("python-exc", m["msg"], "ERROR", exc_type=m["type"])
+        return LogRecord("python-exc", m["msg"] or "", "ERROR", exc_type=m["type"])
+    m = CPP_TERMINATE_RE.match(text)
+    if m:
+        return LogRecord("python-exc", text, "ERROR", exc_type=m["type"])
     if TRACEBACK_RE.match(text):
         return LogRecord("traceback", text)
     return LogRecord("plain", text)
@@ -130,44 +139,93 @@ def parse_line(line: str) -> LogRecord:
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # One prefix at a time, repeated: `[rank1]:` (torchrun), `[1,0]<stderr>:` (mpirun), `(RayWorkerWrapper
-# pid=1234, ip=…)` / `(pid=1234)` (Ray), vLLM's `ERROR 10-15 16:32:16 [core.py:708] `, c10's
-# `[W614 19:45:30.602900611 compiler_depend.ts:545] `, ISO / syslog time stamps, leading blanks.
+# pid=1234, ip=…)` / `(pid=1234)` / `(VllmWorker rank=1 pid=7226)` (Ray, vLLM), ISO / syslog time stamps,
+# docker compose's `service-1  | `, a markdown backtick, leading blanks. A prefix that carries the line's
+# level (group `lvl`) says whether the line is an error even when its message fits no grammar: vLLM's `ERROR
+# 10-15 16:32:16 [core.py:708] ` (older vLLM: `ERROR 10-15 16:32:16 core.py:708] `), c10's `[W614
+# 19:45:30.602900611 compiler_depend.ts:545] `, glog's `E0606 10:00:00.123456 12345 file.cc:123] ` (also with
+# the year: `E20251208 …`), MindIE / ATB / DeepSpeed's `[2025-11-25 17:59:09.908267] [240] [245] [llm]
+# [ERROR] [executor.cpp:646] `, loguru's `| ERROR | mod:fn:12 - `, transformers' / LLaMA-Factory's `[INFO|file.py:
+# 12] 2024-… >> ` and `05/17/2024 01:30:26 - INFO - name - `.
+_LVL = r"(?P<lvl>(?i:error|warn|warning|info|debug|critical|fatal|trace))"
 PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rank", re.compile(r"^\s*\[rank(\d+)\]:\s?")),
     ("rank", re.compile(r"^\s*\[(\d+),\d+\]<(?:stdout|stderr)>:\s?")),
-    ("pid", re.compile(r"^\s*\((?:[\w.:-]+ ){0,3}pid=(\d+)(?:, ip=[\d.:a-f]+)?\)\s?")),
-    ("", re.compile(r"^\s*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] ")),
-    ("", re.compile(r"^\s*\[[EWIF]\d{3,4}(?: [^\]]{0,120})?\] ")),
-    # glog (`E0606 10:00:00.123456 12345 file.cc:123] `) and sglang (`[2025-06-05 02:54:50 TP0] `)
-    ("", re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\] ")),
+    ("pid", re.compile(r"^\s*\((?:[\w.:-]+(?:=\d+)? ){0,3}pid=(\d+)(?:, ip=[\d.:a-f]+)?\)\s?")),
+    ("", re.compile(r"^\s*(?P<lvl>ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+                    r"(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\]) ")),
+    ("", re.compile(r"^\s*\[(?P<lvl>[EWIF])\d{3,4}(?: [^\]]{0,120})?\] ")),
+    ("", re.compile(r"^\s*\[(?P<lvl>[EWIF]) [\w./-]+:\d+\] ")),  # older torch: `[E OpParamMaker.cpp:273] `
+    ("", re.compile(r"^(?P<lvl>[EWIF])\d{4}(?:\d{4})? \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\] ")),
+    ("", re.compile(r"^\s*\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\] "
+                    r"(?:\[[^\]\s]{1,80}\] ){0,4}\[" + _LVL + r"\] (?:\[\d+\] )?(?:\[[\w./-]+:\d+(?::\w+)?\] ?)?(?::\s)?")),
+    # sglang (`[2025-06-05 02:54:50 TP0] `)
     ("", re.compile(r"^\s*\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?: [A-Za-z]+\d*){0,2}\] ")),
+    ("", re.compile(r"^\[(?P<lvl>INFO|WARNING|ERROR|DEBUG|CRITICAL)\|(?:[\w./-]+:\d+\] \d{4}-\d{2}-\d{2} [\d:,.]+|"
+                    r"\d{4}-\d{2}-\d{2} [\d:,.]+\] [\w./-]+:\d+) >> ")),
+    ("", re.compile(r"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d - (?P<lvl>INFO|WARNING|ERROR|DEBUG|CRITICAL) - [\w.]+ - ")),
     ("", re.compile(r"^\s*\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s*(?:\|\s*|- )?(?=\S)")),
     # loguru's `| ERROR    | module:func:12 - ` after its time stamp
-    ("", re.compile(r"^(?:ERROR|WARNING|INFO|DEBUG|CRITICAL|SUCCESS)\s*\| [\w.:<>-]+ - ")),
+    ("", re.compile(r"^(?P<lvl>ERROR|WARNING|INFO|DEBUG|CRITICAL|SUCCESS)\s*\| [\w.:<>-]+ - ")),
+    # `CRITICAL [vllm] `, `ERROR [engine] `: a level word, then the logger's name in brackets
+    ("", re.compile(r"^(?P<lvl>CRITICAL|ERROR|FATAL) \[[\w.:-]{1,60}\] (?=\S)")),
     ("", re.compile(r"^[a-z][\w.]*-\d+: (?=\S)")),  # pdsh / DeepSpeed host prefix `worker-1: `
+    ("", re.compile(r"^[a-z0-9][\w.-]{0,60}[-_]\d{1,3}\s+\| (?=\S)")),  # docker compose `vllm-1  | `
+    ("tick", re.compile(r"^`{1,3}(?=\S)")),  # a line pasted inside markdown backticks
     ("", re.compile(r"^\s+(?=\S)")),
 )
+RAY_REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+_LEVEL_WORDS = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL", "WARN": "WARNING", "FATAL": "CRITICAL"}
 
 
-def strip_prefixes(text: str) -> tuple[str, int | None]:
-    """The log line without what a launcher or a paste put in front of it, and the rank a prefix names.
+@dataclass(frozen=True)
+class Prefixed:
+    """A line without its launcher/paste prefixes: the text, the rank a prefix named, the level a prefix
+    carried (ERROR, WARNING, INFO, DEBUG, CRITICAL; None when no prefix said, or the message under it is
+    indented: a traceback frame or a quoted source line, not the message of that level)."""
+
+    text: str
+    rank: int | None = None
+    level: str | None = None
+
+
+def strip_prefix_info(text: str) -> Prefixed:
+    """The log line without what a launcher or a paste put in front of it, with what the prefixes said.
 
     ANSI colour codes go everywhere; the prefixes only at the start, any number of them in any order.
     """
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
     rank: int | None = None
-    for _ in range(6):
+    level: str | None = None
+    tick = ray = False
+    for _ in range(8):
         for kind, rx in PREFIX_RES:
             m = rx.match(text)
             if m and m.end() > 0:
                 if kind == "rank" and rank is None:
                     rank = int(m.group(1))
+                tick = tick or kind == "tick"
+                ray = ray or kind == "pid"
+                lvl = m.groupdict().get("lvl")
                 text = text[m.end() :]
+                if lvl and level is None:
+                    word = lvl.upper()
+                    level = _LEVEL_WORDS.get(word, word) if not text[:1].isspace() else ""
                 break
         else:
             break
-    return text, rank
+    if tick and text.endswith("`"):
+        text = text.rstrip("`")
+    if ray and text.endswith("cluster]"):  # Ray's de-duplication note after a repeated line
+        text = RAY_REPEATED_RE.sub("", text)
+    return Prefixed(text, rank, level or None)
+
+
+def strip_prefixes(text: str) -> tuple[str, int | None]:
+    """The log line without what a launcher or a paste put in front of it, and the rank a prefix names."""
+    p = strip_prefix_info(text)
+    return p.text, p.rank
 
 
 def split_embedded(text: str) -> list[str]:

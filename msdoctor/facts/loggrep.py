@@ -35,6 +35,7 @@ from msdoctor.facts.logstate import (
     _handle,
     _mostly_binary,
     _summary,
+    frames_before,
     resolve_progress,
     ts_before,
 )
@@ -45,7 +46,11 @@ MAX_OUT_LINE = 1 << 20  # bytes of one printed line that are read; the rest is d
 ERE_SPECIAL = re.compile(r"([.\[\]()*+?{}|^$\\])")
 GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
                r"(Error|Exception):", CLUSTER_UP,
-               r"(ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]")  # fmt: skip
+               r"(ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
+               r"\[(error|fatal|FATAL)\]", r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
+               r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
+               r"\[E [A-Za-z_]", r"(Error|Exception).?$", r"[a-z]\.[A-Za-z]*(Invalid|Failure): ",
+               r"(CRITICAL|FATAL) \[", r" - (ERROR|CRITICAL) - ", r"terminate called after throwing")  # fmt: skip
 
 
 def ere_literal(text: str) -> str:
@@ -131,6 +136,10 @@ def patterns_for(spec: ScanSpec) -> tuple[str, ...] | None:
 
 def _ts_before(fd: int, off: int) -> tuple[float | None, str | None]:
     return ts_before(lambda a, b: os.pread(fd, b - a, a), off)
+
+
+def _frames(fd: int, off: int) -> list[str]:
+    return frames_before(lambda a, b: os.pread(fd, b - a, a), off)
 
 
 def _banner(fd: int, end: int) -> dict[str, str]:
@@ -255,7 +264,7 @@ def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> str
             end = offset + len(body)
             _handle(f.st, spec, _decode(body, f.st), lineno, partial(_ts_before, f.fd, offset),
                     partial(_banner, f.fd, end), partial(_next_is_rule, f.fd, end),
-                    partial(_next_line, f.fd, end))  # fmt: skip
+                    partial(_next_line, f.fd, end), partial(_frames, f.fd, offset))  # fmt: skip
         err = proc.stderr.read(4096).decode("utf-8", "replace").strip() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         return err or f"exit {proc.returncode}"

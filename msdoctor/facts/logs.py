@@ -124,6 +124,8 @@ def _slim(ev: dict[str, Any], path: str) -> dict[str, Any]:
         d["peers"] = peers
     if "step" in ev:
         d["step"] = ev["step"]
+    if ev.get("frames"):
+        d["frames"] = ev["frames"]
     if ev.get("prank") is not None:
         d["prank"] = ev["prank"]
     if ev.get("groups"):
@@ -323,6 +325,9 @@ def signature_hits(scan: LogScan) -> list[dict[str, Any]]:
             key = "launcher" if rank is None else str(rank)
             a["per_rank"][key] = a["per_rank"].get(key, 0) + count
             ev = {k: first[k] for k in ("line", "text", "time", "ts", "groups", "prank", "role", "severity", "step") if first.get(k) is not None}
+            later = {k: v for k, v in (h.get("values") or {}).items() if not (first.get("groups") or {}).get(k)}
+            if later:  # a value only a later line of the same rule gave (the port, the peer) still reaches the headline
+                ev["groups"] = {**(first.get("groups") or {}), **later}
             a["firsts"].append(dict(ev, file=s["path"]))
     out = []
     for rid, a in sorted(agg.items()):

@@ -37,6 +37,7 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     TsLookup,
     _decode,
     _FileState,
+    frames_before,
     _handle,
     _mostly_binary,
     _summary,
@@ -51,6 +52,10 @@ MAX_DECOMPRESSED = 1 << 30  # bytes read from one compressed file; beyond it the
 
 def _ts_before(block: bytes, pos: int) -> tuple[float | None, str | None]:
     return ts_before(lambda a, b: block[a:b], pos)
+
+
+def _frames_before(block: bytes, pos: int) -> list[str]:
+    return frames_before(lambda a, b: block[a:b], pos)
 
 
 def _next_line(block: bytes, end: int) -> str:
@@ -220,7 +225,7 @@ def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> in
         if not (has_nul and b"\x00" in raw):
             _handle(st, spec, _decode(raw, st), lineno + 1, partial(_ts_before, block, s),
                     partial(_banner_after, block, e), partial(_next_is_rule, block, e),
-                    partial(_next_line, block, e))  # fmt: skip
+                    partial(_next_line, block, e), partial(_frames_before, block, s))  # fmt: skip
         pos = e + 1
     lineno += block.count(b"\n", counted)
     if has_nul:  # rare: zero-filled tails, garbage pasted into a log; count the lines it spoils

@@ -24,6 +24,7 @@ from msdoctor.facts.logformats import (
     rank_from_path,
     rank_hints,
     split_embedded,
+    strip_prefix_info,
     strip_prefixes,
     world_size_hint,
 )
@@ -40,13 +41,19 @@ GENERIC_MARKERS = (
     rb"\[ERROR\]", rb"\[CRITICAL\]", rb"\[EXCEPTION\]", rb"Traceback \(most recent call last\)",
     rb"(?:Error|Exception): ", rb"(?:Error|Exception):$",
     rb"(?:ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # vLLM's level prefix
+    rb"\[(?:error|fatal|FATAL)\]",  # MindIE / ATB levels in lower case
+    rb"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # glog
+    rb"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"\[E [A-Za-z_]",  # c10's `[E614 19:45:30…]`, `[E File.cpp:1]`
+    rb"(?:Error|Exception)\r?$", rb"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
+    rb"(?:CRITICAL|FATAL) \[", rb" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
+    rb"terminate called after throwing",  # a C++ abort
 )  # fmt: skip
 
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
 
 _DIGITS = re.compile(r"\d+")
 
-TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}")
+TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}[.:]\d{3}\.\d{3}")
 
 PROGRESS_HINT = "step"  # progress lines (LossMonitor, mindformers) carry no time stamp of their own
 
@@ -162,6 +169,22 @@ def ts_before(read: Callable[[int, int], bytes], pos: int) -> tuple[float | None
 
 TsLookup = Callable[[], tuple[float | None, str | None]]
 
+FramesLookup = Callable[[], list[str]]
+FRAME_RE = re.compile(rb'File "([^"\n]{1,300})", line \d+')
+TRACEBACK_BYTES = b"Traceback (most recent call last)"
+MAX_FRAMES = 4
+
+
+def frames_before(read: Callable[[int, int], bytes], pos: int) -> list[str]:
+    """The innermost frames (source paths, innermost last) of the traceback just above byte ``pos``: where an
+    exception was raised says which subsystem raised it (`datasets/builder.py`, `torch/distributed/…`)."""
+    window = read(max(0, pos - 8192), pos)
+    start = window.rfind(TRACEBACK_BYTES)
+    if start >= 0:
+        window = window[start:]
+    paths = [m.group(1).decode("utf-8", "replace") for m in FRAME_RE.finditer(window)]
+    return paths[-MAX_FRAMES:]
+
 BannerLookup = Callable[[], dict[str, str]]
 
 def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | None, ts_text: str | None,
@@ -188,7 +211,7 @@ def resolve_progress(st: _FileState) -> None:
 
 def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
             banner_lookup: BannerLookup, next_is_rule: Callable[[], bool],
-            next_line: Callable[[], str] | None = None) -> None:  # fmt: skip
+            next_line: Callable[[], str] | None = None, frames_lookup: FramesLookup | None = None) -> None:  # fmt: skip
     """One candidate line as pasted: a JSON/repr string holding several lines is split at its literal
     ``\\n``; each line loses the prefixes a launcher or a paste put in front (``[rank1]:``, Ray's
     ``(pid=…)``, ANSI colour, a time stamp) unless the line already fits a known grammar as it is."""
@@ -200,11 +223,15 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         rank: int | None = None
         level_error = False
         if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
-            level_error = bool(LEVEL_PREFIX_ERROR_RE.match(piece))
-            piece, rank = strip_prefixes(piece)
+            pre = strip_prefix_info(piece)
+            level_error = pre.level in ("ERROR", "CRITICAL") or bool(LEVEL_PREFIX_ERROR_RE.match(piece))
+            piece, rank = pre.text, pre.rank
+            if pre.level is not None:  # a log line by its prefix (glog, MindIE, vLLM …) even if its message is not
+                st.recognised += 1
         if rank is not None:
             st.prefix_ranks[rank] = st.prefix_ranks.get(rank, 0) + 1
-        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error)
+        _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error,
+                     frames_lookup)
 
 # vLLM's `ERROR 05-15 11:58:24 [engine.py:448] message` (after an optional Ray `(… pid=N)`): the prefix is
 # stripped before matching, but its level still says the line is an error. A message indented after the
@@ -242,7 +269,8 @@ def _incomplete(spec: ScanSpec, matches: list[Any]) -> bool:
 
 def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
                  banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None,
-                 next_line: Callable[[], str] | None = None, level_error: bool = False) -> None:  # fmt: skip
+                 next_line: Callable[[], str] | None = None, level_error: bool = False,
+                 frames_lookup: FramesLookup | None = None) -> None:  # fmt: skip
     """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
     lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
     key = _DIGITS.sub("", text)
@@ -308,6 +336,10 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         else:
             h["count"] += 1
             h["last"] = ev
+        vals = h.setdefault("values", {})  # every value the rule's lines parsed, first seen (not only the first line's)
+        for k, v in sm.groups.items():
+            if v and k not in vals and len(vals) < 16:
+                vals[k] = str(v)[:200]
         pid = str(rec.pid if rec.pid is not None else -1)  # a console echoes its workers' lines: count by writer
         if pid in h["pids"] or len(h["pids"]) < 64:
             h["pids"][pid] = h["pids"].get(pid, 0) + 1
@@ -325,8 +357,9 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         st.exceptions.append(exc)
         if not classified:
             body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
+            frames = frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None
             st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
-                                  ts, ts_text, exc_type=rec.exc_type or "", prank=prank))  # fmt: skip
+                                  ts, ts_text, exc_type=rec.exc_type or "", prank=prank, frames=frames or None))  # fmt: skip
         return
     if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)
                            or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text))):
@@ -366,7 +399,8 @@ def _head_grammar(head: bytes, max_lines: int = 400) -> int:
         if not raw.strip():
             continue
         text = raw.decode("utf-8", "replace")
-        if parse_line(text).grammar != "plain" or parse_line(strip_prefixes(text)[0]).grammar != "plain":
+        pre = strip_prefix_info(text)
+        if parse_line(text).grammar != "plain" or pre.level is not None or parse_line(pre.text).grammar != "plain":
             n += 1
     return n
 

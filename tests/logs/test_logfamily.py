@@ -67,7 +67,12 @@ def test_exception_type_counts() -> None:
     base = scores(["NPU out of memory"], fam)["MEM"][0]
     with_type = scores(["torch.OutOfMemoryError: NPU out of memory"], fam)["MEM"][0]
     assert with_type > base
-    assert classify(["KeyError: 'model.layers.0.self_attn.q_proj.weight'"]) is None  # a key name alone is not enough
+    # a weight's dotted path is what a loader looked up by name (vllm-ascend#876: w8a8 weights the model lacks) …
+    c = classify(["KeyError: 'model.layers.0.self_attn.q_proj.weight'"])
+    assert c is not None and c.area == "CKPT"
+    # … but a module's path is not (vllm-ascend#8440: a pipeline stage without that layer), nor a bare key
+    assert classify(["KeyError: 'model.layers.0.self_attn.attn'"]) is None
+    assert classify(["KeyError: 'input_ids'"]) is None
 
 
 def test_dataset_words_name_data_and_a_bare_error_abstains() -> None:
