@@ -328,8 +328,11 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
         out.print(f"  … {len(rows) - len(shown)} more rank(s) (use -v or --json)")
     out.print("")
     if not any(f.severity.value in ("error", "warning") for f in findings):
-        # not a clean bill of health: say what was read, that no error was found, and what cannot be judged
-        out.print(f"[bold]No error or warning found[/] in {cov.get('files_read', n_files)} file(s) "
+        # not a clean bill of health: say what was read, that no error was found (or that the error found is
+        # one no rule knows), and what cannot be judged
+        head = ("[bold]No rule recognises the error above[/] (no cause named)" if rc.get("verdict") == "unrecognised-error"
+                else "[bold]No error or warning found[/]")  # fmt: skip
+        out.print(f"{head} in {cov.get('files_read', n_files)} file(s) "
                   f"({cov.get('lines', 0):,} lines, {len(ranks)} rank(s)).")
         out.print("  Not judged from these logs: whether a rank hung or died silently (that needs every rank's log; "
                   "a rank's own log rarely says it hangs) and anything the logs do not record (device health, network).")  # fmt: skip

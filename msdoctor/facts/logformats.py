@@ -41,9 +41,10 @@ PYLOG_RE = re.compile(
     r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),(?P<ms>\d{3}) - (?P<module>[\w.:\[\]/-]+) - "
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?P<msg>.*)$"
 )
-# `KeyError: 'x'`, `pyarrow.lib.ArrowInvalid: …` (a dotted class named …Invalid / …Failure), and a bare
-# `AssertionError` on a line of its own (an assert without a message).
-PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
+# `KeyError: 'x'`, `pyarrow.lib.ArrowInvalid: …` (a dotted class named …Invalid / …Failure), a bare
+# `AssertionError` on a line of its own (an assert without a message), and the base classes themselves
+# (`Exception: Error loading data from …`, raised by model-zoo code as `raise Exception(…)`).
+PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|Error|Exception|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
                        r"(?:: ?(?P<msg>.*)|\s*)$")
 TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
 # A C++ process that aborts on an exception (MindIE, ATB, torch_npu's C++ side): the exception's class.
@@ -169,6 +170,8 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("", re.compile(r"^(?P<lvl>ERROR|WARNING|INFO|DEBUG|CRITICAL|SUCCESS)\s*\| [\w.:<>-]+ - ")),
     # `CRITICAL [vllm] `, `ERROR [engine] `: a level word, then the logger's name in brackets
     ("", re.compile(r"^(?P<lvl>CRITICAL|ERROR|FATAL) \[[\w.:-]{1,60}\] (?=\S)")),
+    # pip, setuptools and most command-line tools: `ERROR: Could not find a version …`, `error: subprocess-…`
+    ("", re.compile(r"^(?P<lvl>ERROR|FATAL|error|fatal): (?=\S)")),
     ("", re.compile(r"^[a-z][\w.]*-\d+: (?=\S)")),  # pdsh / DeepSpeed host prefix `worker-1: `
     ("", re.compile(r"^[a-z0-9][\w.-]{0,60}[-_]\d{1,3}\s+\| (?=\S)")),  # docker compose `vllm-1  | `
     ("tick", re.compile(r"^`{1,3}(?=\S)")),  # a line pasted inside markdown backticks

@@ -50,7 +50,8 @@ GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(mo
                r"\[(error|fatal|FATAL)\]", r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
                r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
                r"\[E [A-Za-z_]", r"(Error|Exception).?$", r"[a-z]\.[A-Za-z]*(Invalid|Failure): ",
-               r"(CRITICAL|FATAL) \[", r" - (ERROR|CRITICAL) - ", r"terminate called after throwing")  # fmt: skip
+               r"(CRITICAL|FATAL) \[", r" - (ERROR|CRITICAL) - ", r"terminate called after throwing",
+               r"^(ERROR|FATAL|error|fatal): ")  # fmt: skip
 
 
 def ere_literal(text: str) -> str:

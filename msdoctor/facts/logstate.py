@@ -47,6 +47,7 @@ GENERIC_MARKERS = (
     rb"(?:Error|Exception)\r?$", rb"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
     rb"(?:CRITICAL|FATAL) \[", rb" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
     rb"terminate called after throwing",  # a C++ abort
+    rb"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
 )  # fmt: skip
 
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR

@@ -266,3 +266,23 @@ def test_the_source_a_traceback_quotes_is_not_read_as_the_message(tmp_path):
     texts = [e["text"] for f in d["findings"] for e in f["evidence"] if isinstance(e, dict)]
     assert texts and not any("raise ValueError" in t for t in texts)
     assert "mnist/train" in d["root_cause"]["message"]
+
+
+def test_an_unrecognised_error_is_not_reported_as_no_error(tmp_path):
+    # a model-zoo `raise Exception(...)` no rule knows: the root cause says "unrecognised error", so the
+    # summary must not also say that no error was found
+    log = tmp_path / "paste.txt"
+    log.write_text("Exception: Error loading data from ./coco/train2017.txt: coco/train2017.txt does not exist\n")
+    r = run_cli("logs", str(log))
+    assert r.rc != 2 and "unrecognised error" in r.out or "DATA" in r.out
+    assert "No error or warning found" not in r.out
+
+
+def test_pip_error_lines_are_a_log_and_name_the_requirement(tmp_path):
+    log = tmp_path / "pip.txt"
+    log.write_text("ERROR: Could not find a version that satisfies the requirement torch-npu==2.5.1.post1.dev20250619 "
+                   "(from versions: 2.1.0.post8, 2.5.1)\nERROR: No matching distribution found for "
+                   "torch-npu==2.5.1.post1.dev20250619\n")
+    d = run_cli("logs", "--json", str(log)).json()
+    assert d["root_cause"]["rule"] == "ENV098"
+    assert "torch-npu==2.5.1.post1.dev20250619" in d["root_cause"]["message"]
