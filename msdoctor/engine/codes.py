@@ -30,10 +30,12 @@ class CodeInfo:
 
     @property
     def internal(self) -> bool:
-        """An internal catch-all (E*9000–E*9999 by the CANN code rules, or an ACL 5xxxxx code outside the
-        runtime's 507xxx list): it wraps the real error, which another code or line usually names."""
-        if self.code.startswith("E"):
-            return self.code[2] == "9"
+        """An internal catch-all (E*9000–E*9999 by the CANN code rules, E*8888 — `EE8888: Inner Error!`, printed as
+        `report error module_type=3, module_name=EE8888` next to every runtime API call that fails — or an ACL
+        5xxxxx code outside the runtime's 507xxx list): it wraps the real error, which another code or line usually
+        names."""
+        if self.code.startswith("E"):  # E*8888 is the runtime's own `Inner Error!` wrapper of a failed API call
+            return self.code[2] == "9" or self.code[2:] == "8888"
         return self.family == "5"
 
     @property

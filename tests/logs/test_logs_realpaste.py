@@ -43,6 +43,9 @@ def test_code_lookup_exact_family_and_unknown():
     assert lookup("207018").rule == "MEM040" and lookup("507046").rule == "COMM080"  # type: ignore[union-attr]
     assert lookup("507999").rule == "NUM030" and not lookup("507999").known  # type: ignore[union-attr]
     assert lookup("EH9999").internal and not lookup("EE1002").internal  # type: ignore[union-attr]
+    # EE8888 is the runtime's `Inner Error!` wrapper of a failed API call, not a device task: a catch-all
+    assert lookup("EE8888").internal and lookup("EE8888").specificity == 2  # type: ignore[union-attr]
+    assert lookup("507899").rule == "ENV050"  # driver internal error: a set-up fault, not an operator's  # type: ignore[union-attr]
     assert lookup("EX1234") is None and lookup("999999") is None and lookup("E1234") is None
 
 
