@@ -44,7 +44,7 @@ PYLOG_RE = re.compile(
 # `KeyError: 'x'`, `pyarrow.lib.ArrowInvalid: …` (a dotted class named …Invalid / …Failure), a bare
 # `AssertionError` on a line of its own (an assert without a message), and the base classes themselves
 # (`Exception: Error loading data from …`, raised by model-zoo code as `raise Exception(…)`).
-PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|Error|Exception|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
+PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|(?:Error|Exception)(?=:)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
                        r"(?:: ?(?P<msg>.*)|\s*)$")
 TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
 # A C++ process that aborts on an exception (MindIE, ATB, torch_npu's C++ side): the exception's class.
@@ -175,6 +175,9 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("", re.compile(r"^[a-z][\w.]*-\d+: (?=\S)")),  # pdsh / DeepSpeed host prefix `worker-1: `
     ("", re.compile(r"^[a-z0-9][\w.-]{0,60}[-_]\d{1,3}\s+\| (?=\S)")),  # docker compose `vllm-1  | `
     ("tick", re.compile(r"^`{1,3}(?=\S)")),  # a line pasted inside markdown backticks
+    # an exception quoted inside a sentence in Chinese (`多机训练时通信超时了。torch.distributed.DistStoreError:
+    # Socket Timeout`): the prose up to the last CJK character or full-width punctuation before the class name
+    ("", re.compile(r"^[^\n]{0,400}[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]\s*(?=[A-Za-z_][\w.]{0,120}(?:Error|Exception): )")),
     ("", re.compile(r"^\s+(?=\S)")),
 )
 RAY_REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]$")

@@ -289,3 +289,20 @@ def test_pip_error_lines_are_a_log_and_name_the_requirement(tmp_path):
     d = run_cli("logs", "--json", str(log)).json()
     assert d["root_cause"]["rule"] == "ENV098"
     assert "torch-npu==2.5.1.post1.dev20250619" in d["root_cause"]["message"]
+
+
+def test_an_exception_quoted_inside_chinese_prose_is_read(tmp_path):
+    # llamafactory#6154 as pasted: the user's sentence, then the exception on the same line
+    log = tmp_path / "issue.txt"
+    log.write_text("0.9.1在modelarts上用的时候，多机多卡训练，节点之间的通信超时了。但是我用0.8.3版本，训练是正常的。"
+                   "torch.distributed.DistStoreError: Socket Timeout\n", encoding="utf-8")
+    d = run_cli("logs", "--json", str(log)).json()
+    assert d["root_cause"]["rule"].startswith("COMM")
+
+
+def test_bare_exception_class_lines_are_exceptions():
+    from msdoctor.facts.logformats import parse_line
+
+    rec = parse_line("Exception: Error loading data from ./coco/train2017.txt: coco/train2017.txt does not exist")
+    assert (rec.grammar, rec.exc_type) == ("python-exc", "Exception")
+    assert parse_line("Exception").grammar == "plain"
