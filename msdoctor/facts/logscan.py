@@ -37,10 +37,10 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     TsLookup,
     _decode,
     _FileState,
-    frames_before,
     _handle,
     _mostly_binary,
     _summary,
+    frames_before,
     resolve_progress,
     ts_before,
 )
