@@ -44,7 +44,10 @@ PYLOG_RE = re.compile(
 # `KeyError: 'x'`, `pyarrow.lib.ArrowInvalid: …` (a dotted class named …Invalid / …Failure), a bare
 # `AssertionError` on a line of its own (an assert without a message), and the base classes themselves
 # (`Exception: Error loading data from …`, raised by model-zoo code as `raise Exception(…)`).
-PY_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|(?:Error|Exception)(?=:)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
+# Ray re-raises a task's exception as `ray.exceptions.RayTaskError(OutOfMemoryError): ray::Task.run() …`: the
+# wrapped class in parentheses is part of the type (it names the fault; the wrapper only says "in a Ray task").
+PY_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|(?:Error|Exception)(?=:)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
+                       r"(?:\([A-Za-z_][\w.]{0,80}\))?)"
                        r"(?:: ?(?P<msg>.*)|\s*)$")
 TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
 # A C++ process that aborts on an exception (MindIE, ATB, torch_npu's C++ side): the exception's class.

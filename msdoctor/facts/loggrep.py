@@ -50,6 +50,7 @@ GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(mo
                r"\[(error|fatal|FATAL)\]", r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
                r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
                r"\[E [A-Za-z_]", r"(Error|Exception).?$", r"[a-z]\.[A-Za-z]*(Invalid|Failure): ",
+               r"(Error|Exception)\([A-Za-z_][A-Za-z0-9_.]*\): ",  # Ray's `RayTaskError(OutOfMemoryError): `
                r"(CRITICAL|FATAL) \[", r" - (ERROR|CRITICAL) - ", r"terminate called after throwing",
                r"^(ERROR|FATAL|error|fatal): ")  # fmt: skip
 

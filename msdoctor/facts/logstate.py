@@ -44,6 +44,7 @@ GENERIC_MARKERS = (
     rb"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # glog
     rb"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"\[E [A-Za-z_]",  # c10's `[E614 19:45:30…]`, `[E File.cpp:1]`
     rb"(?:Error|Exception)\r?$", rb"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
+    rb"(?:Error|Exception)\([A-Za-z_][\w.]{0,80}\): ",  # Ray's wrapper: `RayTaskError(OutOfMemoryError): ray::…`
     rb"(?:CRITICAL|FATAL) \[", rb" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
     rb"terminate called after throwing",  # a C++ abort
     rb"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools

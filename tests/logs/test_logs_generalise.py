@@ -85,6 +85,9 @@ def test_cann_header_time_is_read_from_the_line(tmp_path, spec):
          "JSON parse error: Missing a name for object member."),
         ("AssertionError", "AssertionError", ""),
         ("KeyError: 'model.layers.0.self_attn.q_proj.weight'", "KeyError", "'model.layers.0.self_attn.q_proj.weight'"),
+        # Ray re-raises a task's exception with the wrapped class in parentheses (verl-omni#402)
+        ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::TaskRunner.run() (pid=98005)",
+         "ray.exceptions.RayTaskError(OutOfMemoryError)", "ray::TaskRunner.run() (pid=98005)"),
     ],
 )
 def test_exception_lines(line, exc, msg):
@@ -225,3 +228,18 @@ def test_frames_data_is_bounded():
     with pytest.raises(ValueError, match="frames"):
         parse({"min_score": 3, "margin": 2, "areas": {"MEM": {"keywords": [["oom", 3]]}},
                "frames": {"paths": [["x/", "MEM", 3.0]]}})
+
+
+def test_ray_wrapped_exception_is_an_error_line_in_both_engines(tmp_path, spec):
+    """`RayTaskError(OutOfMemoryError): …` passes the Python pre-filter and grep's, and is read as an exception."""
+    import re as _re
+
+    from msdoctor.facts.loggrep import GENERIC_ERE
+
+    line = "ray.exceptions.RayTaskError(OutOfMemoryError): ray::TaskRunner.run() (pid=98005)"
+    assert any(_re.search(p, line) for p in GENERIC_ERE)
+    f = tmp_path / "ray.log"
+    f.write_text(line + "\n", encoding="utf-8")
+    res = scan_file(str(f), spec)
+    assert [e["exc_type"] for e in res["first_events"] if e["role"] == "unclassified"] == [
+        "ray.exceptions.RayTaskError(OutOfMemoryError)"]
