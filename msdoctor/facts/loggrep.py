@@ -51,7 +51,7 @@ GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(mo
                r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
                r"\[E [A-Za-z_]", r"(Error|Exception).?$", r"[a-z]\.[A-Za-z]*(Invalid|Failure): ",
                r"(CRITICAL|FATAL) \[", r" - (ERROR|CRITICAL) - ", r"terminate called after throwing",
-               r"^(ERROR|FATAL|error|fatal): ")  # fmt: skip
+               r"^(ERROR|FATAL|error|fatal): ", r'File "[^"]+", line [0-9]')  # fmt: skip
 
 
 def ere_literal(text: str) -> str:
