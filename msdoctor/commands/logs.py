@@ -265,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     fallback = [f for f in findings if "fallback" in f.data]
     findings = [f for f in findings if f not in fallback]
     rc = root_cause(findings)
-    weak = _weak_headline(rc, findings)
+    weak = weak_head = _weak_headline(rc, findings)
     if weak and not any(_area(f.rule) != _area(rc.get("rule")) for f in fallback):
         weak = False  # the error no rule knows is of the headline's own area: the specific rule says more
     if (rc.get("rule") is None or weak) and facts.is_known("logs.ranks"):
@@ -280,8 +280,11 @@ def run(args: argparse.Namespace) -> int:
             rc = {"rank": e.get("prank"), "rule": None, "verdict": "unrecognised-error",
                   "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
                             f"({e.get('file')}:{e.get('line')})"}  # fmt: skip
-    if rc.get("rule") is None and rc.get("verdict") != "unrecognised-error" and facts.is_known("logs.ranks"):
-        tb = open_traceback(facts)  # the only error is a traceback cut before its exception line: say so
+    undetermined = rc.get("rule") is None and rc.get("verdict") != "unrecognised-error"
+    if (undetermined or (weak_head and rc.get("classified_by") != "wording")) and facts.is_known("logs.ranks"):
+        # the only error is a traceback cut before its exception line (beside it at most a warning or a
+        # consequence, which the missing exception may explain): say so rather than name what is not the error
+        tb = open_traceback(facts)
         if tb is not None:
             rc = incomplete_traceback(tb)
     cov = coverage(facts, scan, rows)

@@ -180,3 +180,14 @@ def test_the_finding_names_the_hcclresult(tmp_path):
                    "hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 5\n")
     rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
     assert "code 5 = HCCL_E_NOT_SUPPORT (not support feature)" in rc["message"]
+
+
+def test_a_cut_traceback_beside_only_a_consequence_is_not_headlined_by_it(tmp_path):
+    # vllm-ascend#405's torch_npu umbrella line (COMM057, a consequence) says nothing of what failed; the
+    # exception that would is the line missing after the frames (an error line after the frames would close them)
+    log = tmp_path / "paste.log"
+    log.write_text("[rank0]: [ERROR] 2025-03-26-17:01:03 (PID:159, Device:0, RankID:-1) ERR02200 DIST call hccl api failed.\n"
+                   + "\n".join(MINDOCR_FRAMES) + "\n")
+    d = run_cli("logs", "--json", str(log)).json()
+    assert d["root_cause"]["verdict"] == "incomplete-traceback" and d["root_cause"]["rule"] is None
+    assert "COMM057" in {f["rule"] for f in d["findings"]}  # still listed, only not the headline
