@@ -455,12 +455,12 @@ def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
 
 def open_traceback(facts: Facts) -> dict[str, Any] | None:
     """The first traceback of the logs that ends without its exception line (a paste that stops inside the
-    frames, no error line after them), or None."""
-    for _r, v in sorted((facts.get_known("logs.ranks") or {}).items(), key=lambda kv: int(kv[0])):
-        if v.get("open_traceback"):
-            return dict(v["open_traceback"])
-    tb = (facts.get_known("logs.launcher") or {}).get("open_traceback")
-    return dict(tb) if tb else None
+    frames, no error line after them), or None. One after an exception line of its file is not taken: vLLM
+    prints the error first and its traceback after it, so the cut traceback is only that error's echo."""
+    tbs = [v.get("open_traceback") for _r, v in sorted((facts.get_known("logs.ranks") or {}).items(),
+                                                       key=lambda kv: int(kv[0]))]  # fmt: skip
+    tbs.append((facts.get_known("logs.launcher") or {}).get("open_traceback"))
+    return next((dict(tb) for tb in tbs if tb and not tb.get("after_exception")), None)
 
 
 def frames_hint(frames: list[str]) -> tuple[str, str] | None:

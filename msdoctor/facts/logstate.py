@@ -452,7 +452,8 @@ def _open_traceback(st: _FileState) -> dict[str, Any] | None:
     them): where it starts and its innermost frames; None when every traceback ended in its exception."""
     if st.open_tb_line is None or not st.open_frames or st.last_error_line > st.last_frame_line:
         return None
-    return {"line": st.open_tb_line, "last_frame_line": st.last_frame_line, "frames": list(st.open_frames)}
+    return {"line": st.open_tb_line, "last_frame_line": st.last_frame_line, "frames": list(st.open_frames),
+            "after_exception": bool(st.exceptions)}  # vLLM prints the error, then its traceback: an echo
 
 
 def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, Any]:

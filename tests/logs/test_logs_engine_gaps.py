@@ -191,3 +191,13 @@ def test_a_cut_traceback_beside_only_a_consequence_is_not_headlined_by_it(tmp_pa
     d = run_cli("logs", "--json", str(log)).json()
     assert d["root_cause"]["verdict"] == "incomplete-traceback" and d["root_cause"]["rule"] is None
     assert "COMM057" in {f["rule"] for f in d["findings"]}  # still listed, only not the headline
+
+
+def test_a_cut_traceback_after_its_error_line_is_only_an_echo(tmp_path):
+    # vLLM prints the error, then the traceback (gpustack#4652's paste ends inside that traceback)
+    log = tmp_path / "paste.log"
+    log.write_text("RuntimeError: create_config:torch_npu/csrc/distributed/HCCLUtils.cpp:148 HCCL function error: "
+                   "hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 5\n"
+                   + "\n".join(MINDOCR_FRAMES) + "\n")  # fmt: skip
+    rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
+    assert rc["rule"] == "COMM043" and rc["verdict"] == "first-error"
