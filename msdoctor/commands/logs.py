@@ -107,7 +107,7 @@ def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
         known = "" if info.known else f" (a code of the {info.family} family not listed by msdoctor)"
         parts.append(f"{info.code} ({info.component}): {info.meaning}{known}")
     hccl = hccl_code_in(str(ev.get("text", "")))
-    shown = list(groups.items())[:6]
+    shown = list(groups.items())[:8]  # a value only a later line gave comes last: room for it
     vals = ", ".join(f"{VALUE_LABELS.get(k, k)} {_hccl_value(k, v, hccl)}" for k, v in shown if str(v).strip())
     if hccl is not None and not any(k == "code" and str(v).strip() == str(hccl[0]) for k, v in shown):
         vals = ", ".join(x for x in (vals, f"HCCL code {hccl[0]} = {hccl[1]} ({hccl[2]})") if x)
