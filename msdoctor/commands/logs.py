@@ -245,7 +245,7 @@ def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
 def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    from msdoctor.checks.logs import first_unclassified, incomplete_traceback, open_traceback, verdict
+    from msdoctor.checks.logs import first_unclassified, frames_hint, incomplete_traceback, open_traceback, verdict
     from msdoctor.report.render import exit_code, json_payload, print_json
 
     catalogue = load_catalogue()
@@ -280,6 +280,9 @@ def run(args: argparse.Namespace) -> int:
             rc = {"rank": e.get("prank"), "rule": None, "verdict": "unrecognised-error",
                   "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
                             f"({e.get('file')}:{e.get('line')})"}  # fmt: skip
+            hint = frames_hint([str(p) for p in e.get("frames") or []])
+            if hint is not None:  # where it was raised: a hint for the reader, too weak for a verdict
+                rc["reason"] += f"; it was raised in {hint[0]} code (`{hint[1]}`): a hint where to look, not a cause"
     undetermined = rc.get("rule") is None and rc.get("verdict") != "unrecognised-error"
     if (undetermined or (weak_head and rc.get("classified_by") != "wording")) and facts.is_known("logs.ranks"):
         # the only error is a traceback cut before its exception line (beside it at most a warning or a

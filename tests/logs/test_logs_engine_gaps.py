@@ -201,3 +201,11 @@ def test_a_cut_traceback_after_its_error_line_is_only_an_echo(tmp_path):
                    + "\n".join(MINDOCR_FRAMES) + "\n")  # fmt: skip
     rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
     assert rc["rule"] == "COMM043" and rc["verdict"] == "first-error"
+
+
+def test_an_unrecognised_error_raised_in_a_data_module_says_where_but_names_no_cause(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join([*MINDOCR_FRAMES, MINDOCR_EXC]) + "\n")
+    rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
+    assert rc["verdict"] == "unrecognised-error" and rc["rule"] is None
+    assert "raised in DATA code" in rc["reason"] and "rec_lmdb_dataset.py" in rc["reason"]
