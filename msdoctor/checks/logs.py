@@ -448,3 +448,48 @@ def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     yield Hit(message=msg, evidence=tuple(x for x in (_ev(e),) if x), rank=e.get("prank"), step=None,
               data={"fallback": {"area": c.area, "score": c.score, "keywords": list(c.keywords),
                                  "runner_up": c.runner_up, "runner_up_score": c.runner_up_score, "block": block}})  # fmt: skip
+
+
+# -- a traceback cut before its exception line ------------------------------------------------------------
+
+
+def open_traceback(facts: Facts) -> dict[str, Any] | None:
+    """The first traceback of the logs that ends without its exception line (a paste that stops inside the
+    frames, no error line after them), or None. One after an exception line of its file is not taken: vLLM
+    prints the error first and its traceback after it, so the cut traceback is only that error's echo."""
+    tbs = [v.get("open_traceback") for _r, v in sorted((facts.get_known("logs.ranks") or {}).items(),
+                                                       key=lambda kv: int(kv[0]))]  # fmt: skip
+    tbs.append((facts.get_known("logs.launcher") or {}).get("open_traceback"))
+    return next((dict(tb) for tb in tbs if tb and not tb.get("after_exception")), None)
+
+
+def frames_hint(frames: list[str]) -> tuple[str, str] | None:
+    """The area the innermost frames point to (a weak hint, never a verdict: a frame weighs below the
+    fallback's min_score by design) and the frame that says so, or None when no frame names an area."""
+    from msdoctor.facts.logfamily import families
+
+    fam = families()
+    for path in reversed(frames):  # innermost first
+        for rx, area, w in fam.frames:
+            if w >= 2.0 and rx.search(path):
+                return area, path
+    return None
+
+
+def incomplete_traceback(tb: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict for a log whose only error is a traceback without its exception line: not diagnosable —
+    the exception type and message are what say what failed; the frames alone never name a root cause."""
+    frames = [str(p) for p in tb.get("frames") or []]
+    where = f"{tb.get('file')}:{tb.get('line')}"
+    reason = (f"not diagnosable: the traceback at {where} ends without its exception line (the text stops inside "
+              f"its frames, at line {tb.get('last_frame_line')}); paste the lines after the last frame — the "
+              f"exception type and message say what failed")  # fmt: skip
+    hint = frames_hint(frames)
+    if hint is not None:
+        reason += (f". Its innermost frames are in {hint[0]} code (`{hint[1]}`): a hint where to look, "
+                   f"not a cause")  # fmt: skip
+    elif frames:
+        reason += f". Innermost frame: `{frames[-1]}`"
+    return {"rank": None, "rule": None, "verdict": "incomplete-traceback", "reason": reason,
+            "frames": frames, "evidence": [{"text": f"Traceback without exception line ({len(frames)} innermost "
+                                                    f"frame(s) kept)", "file": tb.get("file"), "line": tb.get("line")}]}  # fmt: skip

@@ -96,6 +96,7 @@ def _step_of(ev: Mapping[str, Any]) -> int | None:
 
 def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
     """What the line says, with the values the rule parsed: `EI0006 (HCCL): … — `quote`` (n lines …)."""
+    from msdoctor.engine.codes import hccl_code_in
     from msdoctor.facts.logformats import parse_line, strip_prefixes
 
     body = parse_line(strip_prefixes(str(ev.get("text", "")))[0]).message.strip()
@@ -105,11 +106,23 @@ def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
     if info is not None:
         known = "" if info.known else f" (a code of the {info.family} family not listed by msdoctor)"
         parts.append(f"{info.code} ({info.component}): {info.meaning}{known}")
-    vals = ", ".join(f"{VALUE_LABELS.get(k, k)} {v}" for k, v in list(groups.items())[:6] if str(v).strip())
+    hccl = hccl_code_in(str(ev.get("text", "")))
+    shown = list(groups.items())[:8]  # a value only a later line gave comes last: room for it
+    vals = ", ".join(f"{VALUE_LABELS.get(k, k)} {_hccl_value(k, v, hccl)}" for k, v in shown if str(v).strip())
+    if hccl is not None and not any(k == "code" and str(v).strip() == str(hccl[0]) for k, v in shown):
+        vals = ", ".join(x for x in (vals, f"HCCL code {hccl[0]} = {hccl[1]} ({hccl[2]})") if x)
     if vals:
         parts.append(vals)
     head = "; ".join(parts)
     return (f"{head} — `{quote}`" if head else f"`{quote}`") + f" ({tail})"
+
+
+def _hccl_value(key: str, value: Any, hccl: tuple[int, str, str] | None) -> str:
+    """A rule's `code` value with HcclResult's name when the line is about an HCCL call (`5` → `5 =
+    HCCL_E_NOT_SUPPORT (not support feature)`; names from msdoctor/data/hccl_result.toml)."""
+    if hccl is not None and key == "code" and str(value).strip() == str(hccl[0]):
+        return f"{value} = {hccl[1]} ({hccl[2]})"
+    return str(value)
 
 
 def timeline(facts: Facts, verdict_states: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -232,7 +245,7 @@ def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
 def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    from msdoctor.checks.logs import first_unclassified, verdict
+    from msdoctor.checks.logs import first_unclassified, frames_hint, incomplete_traceback, open_traceback, verdict
     from msdoctor.report.render import exit_code, json_payload, print_json
 
     catalogue = load_catalogue()
@@ -252,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     fallback = [f for f in findings if "fallback" in f.data]
     findings = [f for f in findings if f not in fallback]
     rc = root_cause(findings)
-    weak = _weak_headline(rc, findings)
+    weak = weak_head = _weak_headline(rc, findings)
     if weak and not any(_area(f.rule) != _area(rc.get("rule")) for f in fallback):
         weak = False  # the error no rule knows is of the headline's own area: the specific rule says more
     if (rc.get("rule") is None or weak) and facts.is_known("logs.ranks"):
@@ -267,6 +280,16 @@ def run(args: argparse.Namespace) -> int:
             rc = {"rank": e.get("prank"), "rule": None, "verdict": "unrecognised-error",
                   "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
                             f"({e.get('file')}:{e.get('line')})"}  # fmt: skip
+            hint = frames_hint([str(p) for p in e.get("frames") or []])
+            if hint is not None:  # where it was raised: a hint for the reader, too weak for a verdict
+                rc["reason"] += f"; it was raised in {hint[0]} code (`{hint[1]}`): a hint where to look, not a cause"
+    undetermined = rc.get("rule") is None and rc.get("verdict") != "unrecognised-error"
+    if (undetermined or (weak_head and rc.get("classified_by") != "wording")) and facts.is_known("logs.ranks"):
+        # the only error is a traceback cut before its exception line (beside it at most a warning or a
+        # consequence, which the missing exception may explain): say so rather than name what is not the error
+        tb = open_traceback(facts)
+        if tb is not None:
+            rc = incomplete_traceback(tb)
     cov = coverage(facts, scan, rows)
     if args.dump_facts:  # the verdict is written beside the facts it was drawn from (consumers need not redo it)
         facts.set("logs.verdict", rc, "logs")
@@ -315,7 +338,8 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
         if rc.get("fix") and rc.get("verdict") == "first-error":
             out.print(f"  fix: {escape(str(rc['fix']).split(chr(10))[0][:300])}")
     else:
-        what = "unrecognised error" if rc.get("verdict") == "unrecognised-error" else "not determined"
+        what = {"unrecognised-error": "unrecognised error", "incomplete-traceback": "incomplete traceback"}.get(
+            str(rc.get("verdict")), "not determined")
         out.print(f"[bold]Root cause:[/] {what} — {escape(str(rc.get('reason')))}")
     shown = rows if verbose else _interesting(rows, rc.get("rank"))
     out.print("[bold]Timeline[/] (per rank: how its log ends, first anomaly, last progress)")
@@ -330,8 +354,9 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
     if not any(f.severity.value in ("error", "warning") for f in findings):
         # not a clean bill of health: say what was read, that no error was found (or that the error found is
         # one no rule knows), and what cannot be judged
-        head = ("[bold]No rule recognises the error above[/] (no cause named)" if rc.get("verdict") == "unrecognised-error"
-                else "[bold]No error or warning found[/]")  # fmt: skip
+        head = {"unrecognised-error": "[bold]No rule recognises the error above[/] (no cause named)",
+                "incomplete-traceback": "[bold]A traceback without its exception line[/] (no cause named)"}.get(
+            str(rc.get("verdict")), "[bold]No error or warning found[/]")  # fmt: skip
         out.print(f"{head} in {cov.get('files_read', n_files)} file(s) "
                   f"({cov.get('lines', 0):,} lines, {len(ranks)} rank(s)).")
         out.print("  Not judged from these logs: whether a rank hung or died silently (that needs every rank's log; "

@@ -8,6 +8,7 @@ the family's meaning; a code of no known family is not a CANN code (None).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -90,3 +91,40 @@ def lookup(code: str) -> CodeInfo | None:
             if fam is not None:
                 return _info(code, code[:n], fam, d.get("acl_codes", {}).get(code))
     return None
+
+
+# -- HCCL's own return codes (HcclResult) --------------------------------------------------------------
+
+# A message about an HCCL call and the small return code it gives: torch_npu's `HCCL function error:
+# hcclCommInitRootInfoConfig(…), error code is 5`, `OPS function error: HcclAllreduce, error code is 6`,
+# MindSpore's `HcclCommInitClusterInfo failed, ret:4`, `… function of the hccl module. ret = 9`. The code
+# must follow the HCCL call within the same clause (an ACL code `error code is 507035` has 6 digits: no match).
+HCCL_CALL_CODE_RE = re.compile(
+    r"(?:\b[hH]ccl\w{2,60}\b|\bhccl module\b|HCCL function error)[^\n]{0,200}?"
+    r"(?:error code is|error code|ret\s*[:=]|return code(?: is)?|, error:)\s*(?P<code>\d{1,2})(?!\d)"
+)
+
+
+@cache
+def _hccl_codes() -> dict[int, tuple[str, str]]:
+    text = resources.files("msdoctor.data").joinpath("hccl_result.toml").read_text(encoding="utf-8")
+    return {int(k): (str(v[0]), str(v[1])) for k, v in tomllib.loads(text).get("codes", {}).items()}
+
+
+def hccl_result(code: int | str) -> tuple[str, str] | None:
+    """HcclResult's name and meaning of an HCCL return code (``5`` → ``("HCCL_E_NOT_SUPPORT", "not support
+    feature")``), or None for a code HCCL does not define."""
+    try:
+        return _hccl_codes().get(int(str(code).strip()))
+    except ValueError:
+        return None
+
+
+def hccl_code_in(text: str) -> tuple[int, str, str] | None:
+    """The HCCL return code a message about an HCCL call gives, with its HcclResult name and meaning."""
+    m = HCCL_CALL_CODE_RE.search(text)
+    if m is None:
+        return None
+    n = int(m.group("code"))
+    found = hccl_result(n)
+    return (n, *found) if found else None

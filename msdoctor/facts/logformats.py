@@ -51,7 +51,11 @@ PY_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrup
                        r"(?:: ?(?P<msg>.*)|\s*)$")
 TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
 # A C++ process that aborts on an exception (MindIE, ATB, torch_npu's C++ side): the exception's class.
-CPP_TERMINATE_RE = re.compile(r"^terminate called after throwing an instance of '(?P<type>[\w:<>, ]{1,120})'\s*$")
+# Its `  what():  message` line (the exception's message) is joined to it by the scanner (`… 'c10::Error'  what():
+# message`): the record's message is then the what() text.
+CPP_TERMINATE_RE = re.compile(r"^terminate called after throwing an instance of '(?P<type>[\w:<>, ]{1,120})'"
+                              r"(?:\s*$|\s+what\(\):\s*(?P<msg>.*)$)")
+CPP_WHAT_RE = re.compile(r"^\s*what\(\):\s+(?P<msg>\S.*)$")
 # `2025-01-01-20:10:17.012.780`; some CANN/HCCL builds write the milliseconds after a colon (`…:17:012.780`).
 TS_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2}):(\d{2}):(\d{2})[.:](\d{3})\.(\d{3})")
 
@@ -133,7 +137,7 @@ def parse_line(line: str) -> LogRecord:
         return LogRecord("python-exc", m["msg"] or "", "ERROR", exc_type=m["type"])
     m = CPP_TERMINATE_RE.match(text)
     if m:
-        return LogRecord("python-exc", text, "ERROR", exc_type=m["type"])
+        return LogRecord("python-exc", m["msg"] or text, "ERROR", exc_type=m["type"])
     if TRACEBACK_RE.match(text):
         return LogRecord("traceback", text)
     return LogRecord("plain", text)

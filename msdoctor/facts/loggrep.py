@@ -52,7 +52,7 @@ GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(mo
                r"\[E [A-Za-z_]", r"(Error|Exception).?$", r"[a-z]\.[A-Za-z]*(Invalid|Failure): ",
                r"(Error|Exception)\([A-Za-z_][A-Za-z0-9_.]*\): ",  # Ray's `RayTaskError(OutOfMemoryError): `
                r"(CRITICAL|FATAL) \[", r" - (ERROR|CRITICAL) - ", r"terminate called after throwing",
-               r"^(ERROR|FATAL|error|fatal): ")  # fmt: skip
+               r"^(ERROR|FATAL|error|fatal): ", r'File "[^"]+", line [0-9]')  # fmt: skip
 
 
 def ere_literal(text: str) -> str:

@@ -185,10 +185,20 @@ def _merge_rank(rank: int, scans: list[dict[str, Any]]) -> dict[str, Any]:
         "anomalies": sum(s.get("anomalies", 0) for s in scans),
         "last_traceback": [{"file": f, "line": n} for f, n in tracebacks],
         "exceptions": exceptions[-3:],
+        "open_traceback": _open_tb(scans),
         "last_time": max(last_times) if last_times else None,
         "cluster_up": min(ups) if ups else None,
         "pids": sorted({p for s in scans for p in s.get("pids", [])}),
     }
+
+
+def _open_tb(scans: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first file's traceback that ends without its exception line (the paste stops inside its frames)."""
+    for s in scans:
+        tb = s.get("open_traceback")
+        if tb:
+            return dict(tb, file=s["path"])
+    return None
 
 
 def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None,
@@ -353,7 +363,11 @@ def _launcher_facts(scans: list[dict[str, Any]], pid_rank: dict[int, int], has_f
             events.append(_slim(e, s["path"]))
     uniq = {(e["file"], e["line"], e.get("rule")): e for e in events}
     ordered = sorted(uniq.values(), key=_time_key)
-    return {"files": [s["path"] for s in scans], "events": ordered[:80]}
+    out: dict[str, Any] = {"files": [s["path"] for s in scans], "events": ordered[:80]}
+    tb = _open_tb(scans)
+    if tb:
+        out["open_traceback"] = tb
+    return out
 
 
 def _world_size(scans: list[dict[str, Any]]) -> int | None:

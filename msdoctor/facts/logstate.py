@@ -16,6 +16,8 @@ from typing import Any
 from msdoctor.engine.catalogue import Rule
 from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.facts.logformats import (
+    CPP_TERMINATE_RE,
+    CPP_WHAT_RE,
     MSRUN_WORKER_RE,
     SCHED_NODE_RE,
     TS_RE,
@@ -47,6 +49,7 @@ GENERIC_MARKERS = (
     rb"(?:Error|Exception)\([A-Za-z_][\w.]{0,80}\): ",  # Ray's wrapper: `RayTaskError(OutOfMemoryError): ray::…`
     rb"(?:CRITICAL|FATAL) \[", rb" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
     rb"terminate called after throwing",  # a C++ abort
+    rb'File "[^"\n]{1,300}", line [0-9]',  # a traceback frame: a paste cut before its exception line is still read
     rb"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
 )  # fmt: skip
 
@@ -133,9 +136,16 @@ class _FileState:
         self.specific_line = -10  # the last line a catalogue rule (not a code family) read, or its detail
         self.specific_error = False  # … and whether that rule read it as an error
         self.in_block = False  # the lines since are the CANN message block under it
+        self.open_frames: list[str] = []  # frames (source paths) of a traceback no exception line closed yet
+        self.open_tb_line: int | None = None  # … its first line (the `Traceback` header, else its first frame)
+        self.last_frame_line = -1
+        self.last_error_line = -1  # the last line recorded as an error (a rule's or an unclassified one)
+        self.joined_line = -1  # a line already read as part of the line above it (a C++ exception's `what():`)
 
     def add_anomaly(self, ev: dict[str, Any]) -> None:
         self.anomalies += 1
+        if ev.get("severity") == "error":
+            self.last_error_line = max(self.last_error_line, int(ev.get("line") or 0))
         if len(self.first_events) < KEEP_FIRST:
             self.first_events.append(ev)
         if len(self.recent_first) < KEEP_FIRST:
@@ -172,6 +182,7 @@ TsLookup = Callable[[], tuple[float | None, str | None]]
 
 FramesLookup = Callable[[], list[str]]
 FRAME_RE = re.compile(rb'File "([^"\n]{1,300})", line \d+')
+FRAME_LINE_RE = re.compile(r'^File "([^"\n]{1,300})", line \d+(?:, in \S.{0,200})?$')
 TRACEBACK_BYTES = b"Traceback (most recent call last)"
 MAX_FRAMES = 4
 
@@ -220,6 +231,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         text = text.rstrip("\r")
     if SOURCE_ECHO_RE.match(text):
         return  # the source line a traceback quotes under its frame, not a message
+    if lineno == st.joined_line:
+        return  # the `what():` line of the C++ exception above, already joined to it
     for piece in split_embedded(text):
         rank: int | None = None
         level_error = False
@@ -295,6 +308,8 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         ts, ts_text = ts_lookup()
     if CLUSTER_UP in text and st.cluster_up is None:
         st.cluster_up = ts
+    if next_line is not None and rec.grammar == "python-exc" and rec.exc_type and rec.message == text:
+        text, rec = _join_what(st, text, rec, lineno, next_line)
     matches = spec.sigs.match(text)
     if next_line is not None and _incomplete(spec, matches) and (
         matches or rec.is_error or BARE_ERROR_RE.match(text) or CODE_HINT_RE.search(text)
@@ -349,22 +364,49 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             st.add_anomaly(ev)
     if rec.grammar == "traceback":
         st.last_traceback = lineno
+        st.open_frames, st.open_tb_line = [], lineno
         return
+    if rec.grammar == "plain":
+        fm = FRAME_LINE_RE.match(text)
+        if fm is not None:  # a traceback frame (`File "…/x.py", line 12, in f`): where the exception was raised
+            st.recognised += 1
+            if st.open_tb_line is None:
+                st.open_tb_line = lineno  # a paste that starts inside the frames
+            st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], fm.group(1)]
+            st.last_frame_line = lineno
+            return
     if rec.grammar == "python-exc":
         banner = banner_lookup() if not rec.message.strip() or next_is_rule() else {}
         exc = {"type": rec.exc_type, "message": rec.message.strip()[:MAX_TEXT], "line": lineno,
                "after_traceback": st.last_traceback is not None and lineno - st.last_traceback < 400,
                "sections": {k: v[:MAX_TEXT] for k, v in banner.items()}}  # fmt: skip
         st.exceptions.append(exc)
+        open_frames = st.open_frames
+        st.open_frames, st.open_tb_line = [], None  # the exception line closes its traceback
         if not classified:
             body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
-            frames = frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None
+            frames = list(open_frames) or (frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None)
             st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
                                   ts, ts_text, exc_type=rec.exc_type or "", prank=prank, frames=frames or None))  # fmt: skip
         return
     if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)
                            or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text))):
         st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank))
+
+def _join_what(st: _FileState, text: str, rec: Any, lineno: int, next_line: Callable[[], str]) -> tuple[str, Any]:
+    """`terminate called after throwing an instance of 'X'` and, on the next line, `  what():  message`: one
+    exception, whose message is the what() text (rules and the wording fallback read both as one line)."""
+    if not CPP_TERMINATE_RE.match(text):
+        return text, rec
+    m = CPP_WHAT_RE.match(strip_prefixes(next_line())[0] if next_line().strip() else "")
+    if m is None:
+        m = CPP_WHAT_RE.match(next_line())
+    if m is None:
+        return text, rec
+    st.joined_line = lineno + 1
+    joined = f"{text.rstrip()}  what():  {m.group('msg').strip()}"
+    return joined, parse_line(joined)
+
 
 def _internal_code(groups: dict[str, str]) -> bool:
     """The line's code is an internal catch-all (E*9999), or it sits in one (`EH9999: … result = 207000`)."""
@@ -405,6 +447,15 @@ def _head_grammar(head: bytes, max_lines: int = 400) -> int:
             n += 1
     return n
 
+def _open_traceback(st: _FileState) -> dict[str, Any] | None:
+    """A traceback whose exception line is missing (the paste ends inside its frames, and no error line follows
+    them): where it starts and its innermost frames; None when every traceback ended in its exception."""
+    if st.open_tb_line is None or not st.open_frames or st.last_error_line > st.last_frame_line:
+        return None
+    return {"line": st.open_tb_line, "last_frame_line": st.last_frame_line, "frames": list(st.open_frames),
+            "after_exception": bool(st.exceptions)}  # vLLM prints the error, then its traceback: an echo
+
+
 def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, Any]:
     hints = {k: sorted(v) for k, v in rank_hints(head).items()}
     if st.prefix_ranks:
@@ -430,6 +481,7 @@ def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, An
         "since_progress": recent,
         "progress": {"count": st.progress_count, "first": st.progress_first, "last": st.progress_last},
         "last_traceback": st.last_traceback,
+        "open_traceback": _open_traceback(st),
         "exceptions": list(st.exceptions),
         "cluster_up": st.cluster_up,
         "recognised": st.recognised + _head_grammar(head),
