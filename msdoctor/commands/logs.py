@@ -245,7 +245,13 @@ def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
 def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    from msdoctor.checks.logs import first_unclassified, frames_hint, incomplete_traceback, open_traceback, verdict
+    from msdoctor.checks.logs import (
+        first_unclassified,
+        frames_hint,
+        incomplete_traceback,
+        open_traceback,
+        verdict,
+    )
     from msdoctor.report.render import exit_code, json_payload, print_json
 
     catalogue = load_catalogue()

@@ -27,6 +27,7 @@ from msdoctor.facts.logformats import (
     rank_hints,
     split_embedded,
     strip_prefix_info,
+    strip_prefixes,
     world_size_hint,
 )
 
