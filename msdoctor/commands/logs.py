@@ -147,6 +147,9 @@ ROLE_ORDER = {"root": 0, "consequence": 1}
 PEER_KEYS = ("peer", "remote", "remote_rank", "node", "nodes", "dest_rank", "src_rank")
 
 
+BLOCK_GENERIC = frozenset({"NUM010"})  # "a kernel raised an exception": what the other lines of its block refine
+
+
 def _peer_keys(groups: Mapping[str, Any]) -> list[str]:
     """The values a line gives about the other end: `peer*` / `remote*` groups (rank, IP, server, device)
     and the nodes a launcher names."""
@@ -187,9 +190,11 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
 
     # lines of one time stamp (a CANN block: its header line and the TraceBack lines that inherit its time)
     # are taken in file order — the header says what failed, later lines how it was reached
+    # within one CANN block (the same time stamp) the generic device-exception report yields to a rule that says
+    # more about the same fault: the kernel library that failed to load (ENV054), the task that timed out (NUM011)
     return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")), role(f),
                                      f.rule in generic, not names_culprit(f), f.data.get("first_time") or float("inf"),
-                                     first_line(f), f.rule))  # fmt: skip
+                                     f.rule in BLOCK_GENERIC, first_line(f), f.rule))  # fmt: skip
 
 
 def _named_culprit(f: Finding) -> list[str]:

@@ -304,6 +304,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         m = TS_RE.search(text)
         if m:
             ts, ts_text = parse_ts(m.group(0)), m.group(0)
+    own_ts = ts is not None
     lazy = ts is None and PROGRESS_HINT in text  # progress lines: the time is looked up once, at the end
     if ts is None and not lazy:
         ts, ts_text = ts_lookup()
@@ -315,7 +316,14 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if next_line is not None and _incomplete(spec, matches) and (
         matches or rec.is_error or BARE_ERROR_RE.match(text) or CODE_HINT_RE.search(text)
     ):
-        text, matches = _unwrap(spec, text, matches, next_line)
+        joined, matches = _unwrap(spec, text, matches, next_line)
+        if joined is not text and not own_ts and TS_IN_LINE in joined:
+            # the stamp is on the joined line (`call aclnnX failed, detail:E39999: Inner Error!` then
+            # `E39999: [PID: 1] 2025-…-12:09:01.468.164 …`): the event has that line's time, not an earlier one
+            m = TS_RE.search(joined)
+            if m:
+                ts, ts_text = parse_ts(m.group(0)), m.group(0)
+        text = joined
     generic = spec.sigs.generic_ids
     if matches and rec.grammar == "plain" and all(m.rule.id in generic for m in matches) and lineno - st.specific_line <= 1:
         # The next lines of a message a catalogue rule already read are that rule's detail, not a new fault:

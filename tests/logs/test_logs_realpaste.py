@@ -306,3 +306,34 @@ def test_bare_exception_class_lines_are_exceptions():
     rec = parse_line("Exception: Error loading data from ./coco/train2017.txt: coco/train2017.txt does not exist")
     assert (rec.grammar, rec.exc_type) == ("python-exc", "Exception")
     assert parse_line("Exception").grammar == "plain"
+
+
+# vllm-project/vllm-ascend#1006: the exception line joined with the CANN line under it takes that line's stamp, so
+# the AICPU `open so failed` (the kernel library, ENV054) stays before the TraceBack lines that inherit the stamp
+AICPU_OPEN_SO = (
+    "call aclnnNonzeroV2 failed, detail:E39999: Inner Error!\n"
+    "E39999: [PID: 85141] 2025-05-29-12:09:01.468.164 The error from device(chipId:0, dieId:0), serial number is 3, "
+    "an exception occurred during AICPU execution, stream_id:6, task_id:2895, errcode:11002, msg:open so failed."
+    "[FUNC:ProcessStarsAicpuErrorInfo][FILE:device_error_proc.cc][LINE:1479]\n"
+    "        TraceBack (most recent call last):\n"
+    "       Kernel task happen error, retCode=0x2a, [aicpu exception].[FUNC:PreCheckTaskErr]"
+    "[FILE:davinci_kernel_task.cc][LINE:1356]\n"
+)  # fmt: skip
+
+
+def test_joined_line_takes_the_stamp_of_the_line_it_joined(tmp_path):
+    log = tmp_path / "serve.log"
+    log.write_text(AICPU_OPEN_SO, encoding="utf-8")
+    d = run_cli("logs", "--json", str(log)).json()
+    assert d["root_cause"]["rule"] == "ENV054"
+    env = next(f for f in d["findings"] if f["rule"] == "ENV054")
+    assert env["data"]["first_time"] is not None
+
+
+def test_device_exception_report_yields_to_the_timeout_of_its_block(tmp_path):
+    # hw-native-sys/PTOAS#726: `there is an exception of aicore error … error code = 0` is refined by the
+    # `retCode=0x25, [aicore timeout]` line of the same CANN block (same stamp): the timeout is the headline
+    src = Path(__file__).resolve().parents[1] / "realworld/logs/ptoas-726-syncall-aicore-timeout-507014-2026/paste.log"
+    log = tmp_path / "board.log"
+    shutil.copy(src, log)
+    assert run_cli("logs", "--json", str(log)).json()["root_cause"]["rule"] == "NUM011"
