@@ -7,7 +7,7 @@ from enum import IntEnum
 
 class ExitCode(IntEnum):
     OK = 0  # no error-severity finding
-    FINDINGS = 1  # at least one error-severity finding (or the launched job failed)
+    FINDINGS = 1  # at least one error-severity finding (or the launched job failed, or `logs` read an error no rule names)
     INPUT = 2  # the input itself could not be read / bad usage
     INTERNAL = 3  # a bug in msdoctor (an uncaught exception); `--debug` shows the trace
 

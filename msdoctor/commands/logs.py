@@ -16,7 +16,7 @@ from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.evaluate import finding_from_hit, run_checks
 from msdoctor.engine.facts import Facts
 from msdoctor.engine.model import Evidence, Finding, Hit, sort_findings
-from msdoctor.errors import UsageError
+from msdoctor.errors import ExitCode, UsageError
 from msdoctor.facts.logs import LogScan, collect
 
 MAX_EVIDENCE = 5
@@ -310,6 +310,9 @@ def run(args: argparse.Namespace) -> int:
                                 skipped=scan.skipped, files=facts.get_known("logs.files") or []))  # fmt: skip
     else:
         _render(findings, ev.not_evaluated, rc, rows, scan, args.verbose, cov)
+    if rc.get("verdict") in ("unrecognised-error", "incomplete-traceback"):
+        # an error was read but no rule names it (or its exception line is missing): not a clean bill of health
+        return int(ExitCode.FINDINGS)
     return int(exit_code(findings))
 
 

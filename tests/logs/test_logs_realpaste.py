@@ -279,6 +279,7 @@ def test_an_unrecognised_error_is_not_reported_as_no_error(tmp_path):
     r = run_cli("logs", str(log))
     assert r.rc != 2 and "unrecognised error" in r.out or "DATA" in r.out
     assert "No error or warning found" not in r.out
+    assert r.rc == 1  # an error was read: exit 0 would claim a clean bill of health
 
 
 def test_pip_error_lines_are_a_log_and_name_the_requirement(tmp_path):
@@ -337,3 +338,12 @@ def test_device_exception_report_yields_to_the_timeout_of_its_block(tmp_path):
     log = tmp_path / "board.log"
     shutil.copy(src, log)
     assert run_cli("logs", "--json", str(log)).json()["root_cause"]["rule"] == "NUM011"
+
+
+def test_a_traceback_without_its_exception_line_is_not_a_clean_exit(tmp_path):
+    log = tmp_path / "cut.txt"
+    log.write_text('Traceback (most recent call last):\n'
+                   '  File "/usr/lib/python3.11/site-packages/sglang/srt/managers/tp_worker.py", line 238, in forward\n'
+                   '    logits_output = self.model_runner.forward(\n', encoding="utf-8")
+    r = run_cli("logs", str(log))
+    assert "incomplete traceback" in r.out and r.rc == 1
