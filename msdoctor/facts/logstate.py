@@ -407,9 +407,8 @@ def _join_what(st: _FileState, text: str, rec: Any, lineno: int, next_line: Call
     exception, whose message is the what() text (rules and the wording fallback read both as one line)."""
     if not CPP_TERMINATE_RE.match(text):
         return text, rec
-    m = CPP_WHAT_RE.match(strip_prefixes(next_line())[0] if next_line().strip() else "")
-    if m is None:
-        m = CPP_WHAT_RE.match(next_line())
+    nxt = next_line()
+    m = CPP_WHAT_RE.match(strip_prefixes(nxt)[0]) or CPP_WHAT_RE.match(nxt)
     if m is None:
         return text, rec
     st.joined_line = lineno + 1
