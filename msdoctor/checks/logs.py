@@ -450,6 +450,33 @@ def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                                  "runner_up": c.runner_up, "runner_up_score": c.runner_up_score, "block": block}})  # fmt: skip
 
 
+@check_params(area=str)
+def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """X097: when neither a rule nor the keyword fallback names the first errors, a GUESS (info) at their area
+    from word statistics (msdoctor/facts/wording.py over msdoctor/data/wording_model.json)."""
+    from msdoctor.facts.wording import MAX_BLOCKS as GUESS_BLOCKS
+    from msdoctor.facts.wording import guess_blocks
+
+    facts.need("logs.hits")
+    if _specific_hit(facts) or classify_first(facts) is not None:
+        return
+    evs = unclassified_events(facts)
+    cands = fallback_candidates(facts)[:GUESS_BLOCKS]
+    if not cands:
+        return
+    g = guess_blocks((error_block(e, evs), [str(f) for f in e.get("frames") or []]) for e in cands)
+    if g is None or g.area != params["area"]:
+        return
+    e = cands[0]
+    words = ", ".join(f"`{w}`" for w in g.words)
+    msg = (f"a guess, not a diagnosis: no rule or keyword list recognises this error; its words ({words}) are "
+           f"those of {g.area} errors (probability {g.probability:.2f} by word statistics"
+           f"{f'; next {g.runner_up}' if g.runner_up else ''}): `{_quote(e)}` ({e.get('file')}:{e.get('line')})")  # fmt: skip
+    yield Hit(message=msg, evidence=tuple(x for x in (_ev(e),) if x), rank=e.get("prank"), step=None,
+              data={"guess": {"area": g.area, "probability": g.probability, "words": list(g.words),
+                              "runner_up": g.runner_up}})  # fmt: skip
+
+
 # -- a traceback cut before its exception line ------------------------------------------------------------
 
 

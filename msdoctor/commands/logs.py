@@ -291,6 +291,11 @@ def run(args: argparse.Namespace) -> int:
             rc = {"rank": e.get("prank"), "rule": None, "verdict": "unrecognised-error",
                   "reason": f"no rule recognises the error; the first one is `{e.get('text', '')[:200]}` "
                             f"({e.get('file')}:{e.get('line')})"}  # fmt: skip
+            guess = next((f for f in findings if "guess" in f.data), None)
+            if guess is not None:  # word statistics name an area: a hint for the reader, never the headline
+                g = guess.data["guess"]
+                rc["reason"] += (f"; its words ({', '.join(g['words'][:4])}) are those of {g['area']} errors "
+                                 f"(a guess, {guess.rule}: read the line and the {g['area']} rules)")  # fmt: skip
             hint = frames_hint([str(p) for p in e.get("frames") or []])
             if hint is not None:  # where it was raised: a hint for the reader, too weak for a verdict
                 rc["reason"] += f"; it was raised in {hint[0]} code (`{hint[1]}`): a hint where to look, not a cause"

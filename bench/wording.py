@@ -1,0 +1,114 @@
+"""The two-stage wording fallback measured honestly: leave-one-case-out on the corpus, and the blind sets.
+
+Every signature rule is switched off (msdoctor.wordinggen.stripped_catalogue), so each case's error blocks are
+those of an error no rule knows. Stage 1 is the keyword fallback (X099, msdoctor/data/error_families.toml);
+where it abstains, stage 2 is the word-statistics guess (X097, msdoctor/facts/wording.py). For a corpus case
+the model is rebuilt WITHOUT that case (rules + the other cases); the blind sets (tests/realworld/blind/*)
+are guessed by the model built from the rules and the whole corpus, as shipped. A case is right / wrong /
+abstained per stage.
+
+    python bench/wording.py [--write] [--verbose] [--threshold P] [--min-share S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+HEAD = "## Real-world logs, two-stage wording fallback"
+
+
+def keyword_area(blocks: list[tuple[list[str], list[str]]]) -> str | None:
+    from msdoctor.facts.logfamily import classify
+
+    for lines, frames in blocks[:5]:
+        c = classify(lines, frames=frames)
+        if c is not None:
+            return c.area
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from msdoctor import wordinggen as wg
+    from msdoctor.facts.wording import MAX_BLOCKS, from_doc, tokens
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--verbose", "-v", action="store_true")
+    ap.add_argument("--threshold", type=float, default=wg.PARAMS["threshold"])
+    ap.add_argument("--min-share", type=float, default=wg.PARAMS["min_share"])
+    args = ap.parse_args(argv)
+    params = {**wg.PARAMS, "threshold": args.threshold, "min_share": args.min_share}
+    cat = wg.stripped_catalogue()
+    rules = list(wg.rule_docs())
+
+    def blocks_of(corpus: Path) -> list[tuple[str, str, list[tuple[list[str], list[str]]]]]:
+        out = []
+        for case in sorted(p for p in corpus.iterdir() if (p / "SOURCE.md").is_file()):
+            area = wg.category(case)
+            if area:
+                out.append((case.name, area, wg.case_blocks(case, cat)))
+        return out
+
+    def toks(blocks: list[tuple[list[str], list[str]]]) -> set[str]:
+        t: set[str] = set()
+        for lines, frames in blocks[:MAX_BLOCKS]:
+            t |= tokens(lines, frames)
+        return t
+
+    corpus = blocks_of(wg.CORPUS)
+    named = [(n, area, toks(b)) for n, area, b in corpus if b]
+    docs = [(area, t) for _n, area, t in named]
+    sets = {"corpus (leave-one-case-out)": corpus}
+    for d in sorted((ROOT / "tests/realworld/blind").iterdir()):
+        if d.is_dir():
+            sets[f"blind {d.name}"] = blocks_of(d)
+    full = from_doc(wg.build(rules + docs, params))
+    lines_out = [f"threshold {params['threshold']}, min_share {params['min_share']}", "",
+                 "| set | cases | with an error block | keyword right | keyword wrong | guess right | guess wrong | abstained |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for label, items in sets.items():
+        tally: Counter[str] = Counter()
+        for name, area, blocks in items:
+            if not blocks:
+                tally["none"] += 1
+                continue
+            kw = keyword_area(blocks)
+            if kw is not None:
+                tally["kw right" if kw == area else "kw wrong"] += 1
+                continue
+            if label.startswith("corpus"):
+                others = [(a, t) for n, a, t in named if n != name]
+                model = from_doc(wg.build(rules + others, params))
+            else:
+                model = full
+            g = model.guess(toks(blocks))
+            if g is None:
+                tally["abstain"] += 1
+            else:
+                ok = g.area == area
+                tally["nb right" if ok else "nb wrong"] += 1
+                if args.verbose and not ok:
+                    print(f"wrong {area:5} got {g.area:5} {g.probability:.2f} {name[:50]:50} {list(g.words)}")
+        n = len(items)
+        lines_out.append(f"| {label} | {n} | {n - tally['none']} | {tally['kw right']} | {tally['kw wrong']} | "
+                         f"{tally['nb right']} | {tally['nb wrong']} | {tally['abstain']} |")  # fmt: skip
+    text = "\n".join(lines_out)
+    print(text)
+    if args.write:
+        results = ROOT / "bench" / "RESULTS.md"
+        old = results.read_text(encoding="utf-8")
+        pattern = re.compile(re.escape(HEAD) + r".*?(?=\n## |\Z)", re.S)
+        body = f"{HEAD}\n\n{__doc__.split(chr(10) * 2)[1].strip()}\n\n{text}\n"
+        new = pattern.sub(body.rstrip("\n"), old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + body
+        results.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

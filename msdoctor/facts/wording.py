@@ -1,0 +1,167 @@
+"""A guess at the area of an error that neither a rule nor the keyword fallback names: word statistics.
+
+The keyword fallback (:mod:`msdoctor.facts.logfamily`, rules X099) decides only when hand-written wording of
+an area clearly wins; most unknown errors leave it undecided. This second stage reads the same error blocks
+as a bag of words and compares them with the words that error lines of each area use, counted over every
+rule's title and example and over the first error blocks of the real-world corpus
+(``msdoctor/data/wording_model.json``, built by ``python -m msdoctor.wordinggen``). It is a naive-Bayes
+model over word *presence*: each word votes with the log-ratio of how often documents of an area hold it
+against how often the other areas' do. Only words that are both seen twice and concentrated in one area
+(at least half of its area-normalised rate) vote, and at least two must vote, so generic words ("failed",
+"call", the wrapper `ERR00100 PTA call acl api failed`) say nothing.
+
+Its answer is a GUESS, never a verdict: the finding (rules X097) is `info`, it never heads the report, and
+the message names the words that voted. Measured (bench/classifier.py, leave-one-case-out on the corpus and
+on the blind sets): right about four times in five where it answers; see bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from msdoctor.facts.logfamily import AREAS, exception_type, message
+
+WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{1,60}|[\u4e00-\u9fff]{2,12}")
+CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+CODE_RE = re.compile(r"\b(E[A-Z])(\d)\d{3}\b")  # CANN's error codes: family (EZ) and class (EZ1) vote
+# Words that say only that something failed, or that are the path/prefix of a wrapper line: torch_npu's
+# `ERR00100 PTA call acl api failed` / `ERR99999 UNKNOWN applicaiton exception`, its source paths
+# (`torch_npu/csrc/core/…`, `build/CMakeFiles/torch_npu.dir/compiler_depend.ts`), CANN's `Inner error
+# is reported as above`, and English function words.
+STOP = frozenset("""
+the a an of to in on for is was be and or not no with at by from this that these those it its as are has have
+had line file error errors failed fail failure can cannot could will would should may might must do does did
+done if then else when while but so than too very also only just more most some any all each other such own
+same into onto out over under up down off again further once here there where why how what which who whom
+one two three first last new old use used using call calls called get got set see want need please try check
+possible directly current following occurred occurs happen happened reason detail details info message
+py cpp bin opt usr home root lib python site packages src tools main run self
+err00100 00100 err99999 99999 err02200 02200 pta applicaiton application unknown c10 csrc core build
+cmakefiles compiler depend compiler_depend c10_npu ts torch_npu dir inner reported above acl aclrt stream synchronize npustream
+npusynchronizedevice aclrtsynchronizedevice synchronizedevice
+""".split())
+MAX_LINE = 4096
+MAX_BLOCKS = 3  # the first error blocks read as one bag of words
+
+
+@dataclass(frozen=True)
+class Guess:
+    area: str
+    probability: float  # the winning area's share of the softmax over the areas' scores
+    words: tuple[str, ...]  # the words that voted for it most, strongest first
+    runner_up: str | None
+
+
+def shown(word: str) -> str:
+    """A voting word as a reader knows it: `exc:IndexError` -> IndexError, `code:EZ1` -> EZ1xxx, `mod:x` -> x/."""
+    kind, _, rest = word.partition(":")
+    if not rest:
+        return word
+    return {"exc": rest, "code": rest + "x" * (6 - len(rest)), "mod": f"{rest}/"}.get(kind, word)
+
+
+def _parts(word: str) -> Iterable[str]:
+    lw = word.lower()
+    yield lw
+    if "_" in word:
+        yield from (p for p in lw.split("_") if len(p) > 2)
+    if any(ch.isupper() for ch in word[1:]):
+        for chunk in word.split("_"):
+            yield from (p.lower() for p in CAMEL_RE.findall(chunk) if len(p) > 2)
+
+
+def tokens(lines: Iterable[str], frames: Iterable[str] = ()) -> set[str]:
+    """The words of an error block as the model counts them: message words (a line's prefix removed, camelCase
+    and snake_case split too), CANN code family and class, the exception type, the package of the two
+    innermost frames."""
+    out: set[str] = set()
+    for ln in lines:
+        if not ln:
+            continue
+        text = message(ln[:MAX_LINE])
+        for c in CODE_RE.finditer(text):
+            out.update((f"code:{c.group(1)}", f"code:{c.group(1)}{c.group(2)}"))
+        for w in WORD_RE.findall(text):
+            out.update(p for p in _parts(w) if p not in STOP and 2 <= len(p) <= 30)
+        t = exception_type(ln)
+        if t:
+            out.add(f"exc:{t}")
+    for f in list(frames)[-2:]:
+        pkg = f.split("/site-packages/")[-1].split("/")[0].lower()
+        if pkg:
+            out.add(f"mod:{pkg}")
+    return out
+
+
+@dataclass(frozen=True)
+class Model:
+    docs: dict[str, int]  # documents per area
+    df: dict[str, dict[str, int]]  # per voting word: documents per area that hold it
+    alpha: float
+    prior_weight: float
+    min_words: int
+    threshold: float
+
+    def guess(self, toks: Iterable[str]) -> Guess | None:
+        """The area the words point to, or None (fewer than min_words voting words, or no area reaches the
+        threshold probability)."""
+        voting = sorted(w for w in set(toks) if w in self.df)
+        if len(voting) < self.min_words:
+            return None
+        total = sum(self.docs.values())
+        scores: dict[str, float] = {}
+        contrib: dict[str, dict[str, float]] = {}
+        for a, n in self.docs.items():
+            if not n:
+                continue
+            s = self.prior_weight * math.log((n + 1) / (total + len(self.docs)))
+            per: dict[str, float] = {}
+            for w in voting:
+                d = self.df[w]
+                here, all_ = d.get(a, 0), sum(d.values())
+                r = math.log((here + self.alpha) / (n + 2 * self.alpha)) - \
+                    math.log((all_ - here + self.alpha) / (total - n + 2 * self.alpha))
+                per[w] = r
+                s += r
+            scores[a], contrib[a] = s, per
+        ranked = sorted(scores, key=lambda a: (-scores[a], AREAS.index(a) if a in AREAS else 99))
+        best = ranked[0]
+        z = sum(math.exp(v - scores[best]) for v in scores.values())
+        p = 1.0 / z
+        if p < self.threshold:
+            return None
+        words = tuple(shown(w) for w, r in sorted(contrib[best].items(), key=lambda kv: -kv[1]) if r > 0)[:6]
+        return Guess(best, round(p, 3), words, ranked[1] if len(ranked) > 1 else None)
+
+
+def from_doc(doc: Mapping[str, Any]) -> Model:
+    p = doc["params"]
+    docs = {a: int(n) for a, n in doc["docs"].items()}
+    for a in docs:
+        if a not in AREAS:
+            raise ValueError(f"wording_model.json: unknown area {a!r}")
+    df = {w: {a: int(n) for a, n in per.items()} for w, per in doc["df"].items()}
+    return Model(docs, df, float(p["alpha"]), float(p["prior_weight"]), int(p["min_words"]), float(p["threshold"]))
+
+
+@cache
+def model() -> Model:
+    text = resources.files("msdoctor.data").joinpath("wording_model.json").read_text(encoding="utf-8")
+    return from_doc(json.loads(text))
+
+
+def guess_blocks(blocks: Iterable[tuple[list[str], list[str]]]) -> Guess | None:
+    """The guess for the first MAX_BLOCKS error blocks (lines, innermost frames) read as one bag of words."""
+    toks: set[str] = set()
+    for i, (lines, frames) in enumerate(blocks):
+        if i >= MAX_BLOCKS:
+            break
+        toks |= tokens(lines, frames)
+    return model().guess(toks)

@@ -1,0 +1,89 @@
+"""The second stage of the fallback (rules X097): a guess, by word statistics, at the area of an error that no
+rule and no keyword list names. Log lines are copied exactly from tests/realworld/logs/<case>/ (named beside)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from msdoctor import wordinggen
+from msdoctor.facts import wording
+from msdoctor.facts.wording import Model, from_doc, tokens
+from tests.conftest import run_cli
+
+CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"
+# ascend-pytorch-66-vector-core-507035-2025
+TORCH_NPU = ("RuntimeError: operator():build/CMakeFiles/torch_npu.dir/compiler_depend.ts:25 NPU function error: "
+             "c10_npu::acl::AclrtSynchronizeStreamWithTimeout(copy_stream), error code is 507035")  # fmt: skip
+# cann-doc-ei0013-error-cqe-roce-plog-2025
+ROCE = ("[ERROR] ROCE(2040034,alltoall_test):2025-09-15-08:38:12.776.612 [hns_roce_lite.c:630]"
+        "hns_roce_lite_handle_error_cqe(630) : error cqe status: 0x15")  # fmt: skip
+# llamafactory-5322-el0004-zero3-57b-8npu-2024: the wrapper alone says nothing of the cause
+WRAPPER = "[ERROR] 2024-08-28-16:15:00 (PID:15597, Device:2, RankID:2) ERR00100 PTA call acl api failed"
+# mindocr-136-rec-lmdb-dataset-empty-index-0-out-of-bounds-2023 (no rule knows it: an expect.gap case)
+LMDB_CASE = CORPUS / "mindocr-136-rec-lmdb-dataset-empty-index-0-out-of-bounds-2023"
+
+
+def test_tokens_read_the_message_not_its_prefix() -> None:
+    t = tokens([ROCE])
+    assert {"cqe", "roce", "hns_roce_lite_handle_error_cqe", "handle"} <= t
+    assert "alltoall_test" not in t and "2040034" not in t  # the plog prefix (module, pid, source file) is no evidence
+
+
+def test_tokens_split_camel_case_and_keep_code_families() -> None:
+    t = tokens([TORCH_NPU])
+    assert {"copy_stream", "copy", "timeout", "exc:RuntimeError"} <= t
+    assert not t & {"csrc", "cmakefiles", "compiler_depend", "acl", "synchronize", "stream"}  # wrapper/path words
+    assert {"code:EZ", "code:EZ1"} <= tokens(["EZ1001: [PID: 1667] 2026-07-08-08:17:44.189.503 The param dtype ..."])
+
+
+def test_the_wrapper_line_alone_has_no_voting_words() -> None:
+    assert wording.model().guess(tokens([WRAPPER])) is None
+
+
+def _toy(min_words: int = 2, threshold: float = 0.9) -> Model:
+    doc = {"params": {"alpha": 0.5, "prior_weight": 0.3, "min_words": min_words, "threshold": threshold},
+           "docs": {"COMM": 10, "DATA": 10},
+           "df": {"socket": {"COMM": 8}, "peer": {"COMM": 6, "DATA": 1}, "dataset": {"DATA": 9}}}  # fmt: skip
+    return from_doc(doc)
+
+
+def test_guess_needs_min_words_voting_and_the_threshold() -> None:
+    m = _toy()
+    assert m.guess({"socket"}) is None  # one voting word is not enough
+    g = m.guess({"socket", "peer", "unrelated"})
+    assert g is not None and g.area == "COMM" and g.probability >= 0.9 and g.words[0] in ("socket", "peer")
+    assert m.guess({"socket", "dataset"}) is None  # words of two areas: no area reaches the threshold
+    assert _toy(threshold=0.999999).guess({"socket", "peer"}) is None
+
+
+def test_model_rejects_an_unknown_area() -> None:
+    with pytest.raises(ValueError, match="unknown area"):
+        from_doc({"params": {"alpha": 0.5, "prior_weight": 0.3, "min_words": 2, "threshold": 0.9},
+                  "docs": {"GPU": 1}, "df": {}})  # fmt: skip
+
+
+def test_shipped_model_is_current() -> None:
+    """The model is generated from the rules and the corpus: a new rule or case means `python -m msdoctor.wordinggen`."""
+    assert wordinggen.OUT.read_text(encoding="utf-8") == wordinggen.current(), "run python -m msdoctor.wordinggen"
+
+
+def test_build_keeps_only_concentrated_words() -> None:
+    docs = [("COMM", {"socket", "failed"}), ("COMM", {"socket", "failed"}), ("DATA", {"dataset", "failed"}),
+            ("DATA", {"dataset", "failed"}), ("MEM", {"failed", "once"}), ("MEM", {"failed"})]  # fmt: skip
+    df = wordinggen.build(docs)["df"]
+    assert set(df) == {"socket", "dataset"}  # `failed` is in every area; `once` is seen once
+
+
+def test_logs_names_the_guess_but_never_heads_with_it() -> None:
+    r = run_cli("logs", "--json", str(LMDB_CASE))
+    assert r.rc == 1, r.err  # an unrecognised error is not a clean bill of health
+    rep = json.loads(r.out)
+    guess = [f for f in rep["findings"] if f["rule"].endswith("097")]
+    assert [(f["rule"], f["severity"]) for f in guess] == [("DATA097", "info")]
+    assert "a guess, not a diagnosis" in guess[0]["message"] and "IndexError" in guess[0]["message"]
+    rc = rep["root_cause"]
+    assert rc["verdict"] == "unrecognised-error" and rc.get("rule") is None
+    assert "DATA errors (a guess, DATA097" in rc["reason"]
