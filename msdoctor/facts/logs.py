@@ -201,6 +201,9 @@ def _open_tb(scans: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
+PASTE_MAX = 4 << 20  # a plain paste is read as such up to this size (a bigger text is not a paste)
+
+
 def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None,
             engine: str = "auto") -> tuple[Facts, LogScan]:  # fmt: skip
     """Scan the logs under ``paths``; facts for the checks plus the raw scan for the signature findings."""
@@ -210,7 +213,16 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
     spec = ScanSpec(signature_set(catalogue or load_catalogue()), engine=engine)
     scans = scan_files(files, spec, jobs=jobs)
     known = [s for s in scans if s.get("readable") and s.get("recognised", 1)]
-    if not known and any(s.get("readable") for s in scans):
+    readable = [s for s in scans if s.get("readable")]
+    if not known and readable and sum(int(s.get("size") or 0) for s in readable) <= PASTE_MAX:
+        # no line of a known grammar: a pasted excerpt (`NCCL WARN …`, a bare message)? Read its lines with
+        # error words as errors; a text without any stays unreadable input (exit 2)
+        paste = ScanSpec(spec.sigs, engine="python", paste=True)
+        rescans = scan_files(files, paste, jobs=1)
+        if any(s.get("readable") and s.get("recognised") for s in rescans):
+            scans = [dict(s, paste=True) for s in rescans]
+            known = [s for s in scans if s.get("readable") and s.get("recognised")]
+    if not known and readable:
         unread = sum(1 for s in scans if not s.get("readable"))
         cut = [str(k["reason"]) for s in scans for k in s.get("skipped") or []
                if "MiB" in str(k.get("reason", ""))]  # fmt: skip

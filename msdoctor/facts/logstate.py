@@ -55,6 +55,12 @@ GENERIC_MARKERS = (
 )  # fmt: skip
 
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
+# The words of an error in a line of no known grammar (plain-paste mode only: in a log of a known grammar a
+# line is an error by its level, never by a word of its message).
+PASTE_ERROR_RE = re.compile(r"(?i:\b(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
+                            r"invalid|unreachable|refused|denied|time(?:d)? ?out|timeout|not (?:available|found|"
+                            r"supported|exist|visible)|does not exist|no such|killed|segmentation fault|panic)\b)|"
+                            r"\bWARN(?:ING)?\b")  # fmt: skip
 
 _DIGITS = re.compile(r"\d+")
 
@@ -73,10 +79,15 @@ class ScanSpec:
     sigs: SignatureSet
     engine: str = "auto"  # auto: grep for big files when it is installed; python: always Python's re
     grep_min_size: int = 4 << 20
+    # A pasted excerpt in no known grammar (`NCCL WARN Connect to … failed`, a bare `torch_npu detected, but
+    # NPU device is not available`): its lines with error words are read as errors (collect() rescans so).
+    paste: bool = False
     prefilter: re.Pattern[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
         parts: list[bytes] = list(GENERIC_MARKERS) + [re.escape(CLUSTER_UP.encode())]
+        if self.paste:
+            parts.append(PASTE_ERROR_RE.pattern.encode("utf-8"))
         for _rule, rx, anchor in self.sigs.entries:
             if anchor:
                 parts.append(re.escape(anchor.encode("utf-8")))
@@ -240,6 +251,9 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
             pre = strip_prefix_info(piece)
             level_error = pre.level in ("ERROR", "CRITICAL") or bool(LEVEL_PREFIX_ERROR_RE.match(piece))
+            if spec.paste and not level_error and pre.level is None and PASTE_ERROR_RE.search(pre.text):
+                level_error = True  # a plain paste: a line with error words is the error
+                st.recognised += 1
             piece, rank = pre.text, pre.rank
             if pre.level is not None:  # a log line by its prefix (glog, MindIE, vLLM …) even if its message is not
                 st.recognised += 1
