@@ -73,21 +73,30 @@ def terminal(rank: Rank) -> tuple[str, dict[str, Any] | None]:
 
 SAME_FAULT_S = 10.0  # root errors this close to the first one are lines of the same fault
 
+# "a kernel raised an exception": within one CANN block (one time stamp) the generic device-exception report
+# yields to a rule that says more about the same fault — the kernel library that failed to load (ENV054), the
+# task that timed out (NUM011). Both choices of the most specific line use it: a rank's root event here, the
+# headline finding in commands/logs.py.
+BLOCK_GENERIC = frozenset({"NUM010"})
+
 
 def _most_specific(roots: list[dict[str, Any]]) -> dict[str, Any]:
     """The first root error, or a more specific line of the same fault: a catalogue rule before a generic
-    code-family rule, a listed code before an internal catch-all (E*9999)."""
+    code-family rule, a listed code before an internal catch-all (E*9999), and among lines of one time stamp
+    a rule that refines its block before the block's generic report (BLOCK_GENERIC)."""
     from msdoctor.engine.codes import family_rules, lookup
 
     generic = family_rules()
     t0 = roots[0].get("time")
     near = [e for e in roots if t0 is None or e.get("time") is None or float(e["time"]) - float(t0) <= SAME_FAULT_S]
 
-    def key(ie: tuple[int, dict[str, Any]]) -> tuple[int, int, int]:
+    def key(ie: tuple[int, dict[str, Any]]) -> tuple[int, int, float, bool, int]:
         i, e = ie
         code = (e.get("groups") or {}).get("family_code")
         info = lookup(code) if code else None
-        return (int(e.get("rule") in generic), info.specificity if info else 0, i)
+        t = e.get("time")
+        return (int(e.get("rule") in generic), info.specificity if info else 0,
+                float(t) if t is not None else float("inf"), e.get("rule") in BLOCK_GENERIC, i)  # fmt: skip
 
     return min(enumerate(near), key=key)[1]
 
@@ -292,7 +301,8 @@ def rank_failed_first(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     msg = f"rank {culprit} failed first ({label}); {len(v['consequences'])} other rank(s) failed after it.{_skew_words(v)}"
     yield Hit(message=msg, evidence=tuple(evidence), rank=culprit, step=None,
               data={"root_cause": {"rank": culprit, "signature": e.get("rule"), "consequences": v["consequences"],
-                                   "same_error": [int(r) for r in v["same"]], "chain": chain}})  # fmt: skip
+                                   "same_error": [int(r) for r in v["same"]], "chain": chain,
+                                   "unclassified": not e.get("rule")}})  # fmt: skip
 
 
 @check_params()
@@ -520,3 +530,55 @@ def incomplete_traceback(tb: Mapping[str, Any]) -> dict[str, Any]:
     return {"rank": None, "rule": None, "verdict": "incomplete-traceback", "reason": reason,
             "frames": frames, "evidence": [{"text": f"Traceback without exception line ({len(frames)} innermost "
                                                     f"frame(s) kept)", "file": tb.get("file"), "line": tb.get("line")}]}  # fmt: skip
+
+
+# -- torchrun's failure summary ---------------------------------------------------------------------------
+
+# What a worker's death by a signal usually means (the exit code of a killed worker is minus its number).
+SIGNAL_WORDS = {
+    9: "killed (often host OOM: the kernel's OOM killer sends SIGKILL)",
+    11: "a segmentation fault (a crash in native code: an extension, a driver, a kernel)",
+    6: "aborted (a C++ exception or an assertion in native code)",
+    7: "a bus error (often /dev/shm too small for the DataLoader workers)",
+    15: "terminated (SIGTERM: stopped by the launcher or the job scheduler)",
+}
+
+
+def first_observed_failure(facts: Facts) -> dict[str, Any] | None:
+    """The entry under torchrun's `Root Cause (first observed failure):` (fact ``logs.elastic``), or None."""
+    return next((e for e in facts.get_known("logs.elastic") or [] if e.get("section") == "root"), None)
+
+
+def elastic_words(e: Mapping[str, Any]) -> str:
+    """`rank 4 (local_rank 4) on host h: exitcode -9, Signal 9 (SIGKILL) — killed (often host OOM …)`."""
+    who = f"rank {e['rank']}" if e.get("rank") is not None else "a worker"
+    if e.get("local_rank") is not None:
+        who += f" (local_rank {e['local_rank']})"
+    if e.get("host"):
+        who += f" on host {e['host']}"
+    how = [f"exitcode {e['exitcode']}"] if e.get("exitcode") is not None else []
+    sig = e.get("signal")
+    if sig is not None:
+        how.append(f"Signal {sig} ({e.get('signal_name') or '?'})" + (f" — {SIGNAL_WORDS[sig]}" if sig in SIGNAL_WORDS else ""))
+    return f"{who}: {', '.join(how)}" if how else who
+
+
+def with_first_failure(rc: Mapping[str, Any], e: Mapping[str, Any], kill_rule: str) -> dict[str, Any]:
+    """The verdict with what torchrun's failure summary says: its rank when the verdict names none, and the
+    summary's words (the headline itself when the verdict is the summary's SIGKILL row, ``kill_rule``)."""
+    out = dict(rc)
+    words = elastic_words(e)
+    where = f"{e.get('file')}:{e.get('line')}"
+    if out.get("rank") is None and e.get("rank") is not None:
+        out["rank"] = e["rank"]
+    if out.get("message"):
+        ev = (out.get("evidence") or [{}])[0]
+        if out.get("rule") == kill_rule and ev.get("line") == e.get("traceback_line") and ev.get("file") == e.get("file"):
+            out["message"] = f"torchrun's first observed failure: {words} — `{ev.get('text', '')}`"
+        else:
+            out["chain"] = [*out.get("chain", []), f"torchrun's failure summary names the first observed failure: "
+                                                   f"{words} ({where})"]  # fmt: skip
+    elif out.get("reason"):
+        out["reason"] = f"{out['reason']}; torchrun's failure summary names the first observed failure: {words} ({where})"
+    return out
+

@@ -17,7 +17,7 @@ from msdoctor.engine.evaluate import finding_from_hit, run_checks
 from msdoctor.engine.facts import Facts
 from msdoctor.engine.model import Evidence, Finding, Hit, sort_findings
 from msdoctor.errors import ExitCode, UsageError
-from msdoctor.facts.logs import LogScan, collect
+from msdoctor.facts.logs import KILL_RULE, LogScan, collect
 
 MAX_EVIDENCE = 5
 TIMELINE_ROWS = 12
@@ -147,9 +147,6 @@ ROLE_ORDER = {"root": 0, "consequence": 1}
 PEER_KEYS = ("peer", "remote", "remote_rank", "node", "nodes", "dest_rank", "src_rank")
 
 
-BLOCK_GENERIC = frozenset({"NUM010"})  # "a kernel raised an exception": what the other lines of its block refine
-
-
 def _peer_keys(groups: Mapping[str, Any]) -> list[str]:
     """The values a line gives about the other end: `peer*` / `remote*` groups (rank, IP, server, device)
     and the nodes a launcher names."""
@@ -164,7 +161,7 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
     """The signature finding that best explains the failure: errors before warnings, a root cause before a
     consequence (time-outs, msrun's "worker exited", "run task error" and the like are consequences), a
     specific rule before a generic code-family rule, then the earliest."""
-    from msdoctor.checks.logs import TASK_TIMEOUT_RE
+    from msdoctor.checks.logs import BLOCK_GENERIC, TASK_TIMEOUT_RE
     from msdoctor.engine.codes import family_rules
 
     generic = family_rules()
@@ -189,9 +186,9 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
         return min(lines) if lines else ("", 1 << 62)
 
     # lines of one time stamp (a CANN block: its header line and the TraceBack lines that inherit its time)
-    # are taken in file order — the header says what failed, later lines how it was reached
-    # within one CANN block (the same time stamp) the generic device-exception report yields to a rule that says
-    # more about the same fault: the kernel library that failed to load (ENV054), the task that timed out (NUM011)
+    # are taken in file order — the header says what failed, later lines how it was reached — except that the
+    # block's generic device-exception report yields to a rule that refines it (BLOCK_GENERIC, as a rank's root
+    # event does in checks/logs.py::_most_specific)
     return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")), role(f),
                                      f.rule in generic, not names_culprit(f), f.data.get("first_time") or float("inf"),
                                      f.rule in BLOCK_GENERIC, first_line(f), f.rule))  # fmt: skip
@@ -219,7 +216,8 @@ def root_cause(findings: list[Finding]) -> dict[str, Any]:
             return {"rank": rc["rank"], "rule": sig if sigf else f.rule, "verdict": f.rule, "signature": sig,
                     "message": (f"{sigf.message}. " if sigf else "") + f.message,
                     "fix": (sigf or f).fix, "evidence": [e.to_dict() for e in f.evidence],
-                    "consequences": rc.get("consequences", []), "chain": rc.get("chain", [])}  # fmt: skip
+                    "consequences": rc.get("consequences", []), "chain": rc.get("chain", []),
+                    **({"unclassified": True} if rc.get("unclassified") else {})}  # fmt: skip
         if "reason" in f.data and f.data.get("root_cause", "absent") is None:
             return {"rank": None, "reason": f.data["reason"], "rule": f.rule, "verdict": f.rule, "fix": f.fix}
     if head is not None:
@@ -231,7 +229,9 @@ def root_cause(findings: list[Finding]) -> dict[str, Any]:
 
 
 def _area(rule: str | None) -> str:
-    return "".join(ch for ch in str(rule or "") if ch.isalpha())
+    """The area the catalogue gives the rule (its `area` field), or "" for an id it does not hold."""
+    r = load_catalogue().get(rule) if rule else None
+    return r.area if r is not None else ""
 
 
 def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
@@ -251,11 +251,13 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     from msdoctor.checks.logs import (
+        first_observed_failure,
         first_unclassified,
         frames_hint,
         incomplete_traceback,
         open_traceback,
         verdict,
+        with_first_failure,
     )
     from msdoctor.report.render import exit_code, json_payload, print_json
 
@@ -279,6 +281,15 @@ def run(args: argparse.Namespace) -> int:
     weak = weak_head = _weak_headline(rc, findings)
     if weak and not any(_area(f.rule) != _area(rc.get("rule")) for f in fallback):
         weak = False  # the error no rule knows is of the headline's own area: the specific rule says more
+    if rc.get("unclassified") and fallback:
+        # the rank that failed first did so with an error no rule knows: its wording names the area, the
+        # correlation the rank (COMM502's own id would put a DATA or ENV error under COMM)
+        fb = fallback[0]
+        findings = [fb, *findings]
+        rc = {"rank": rc.get("rank"), "rule": fb.rule, "verdict": "first-error", "signature": fb.rule,
+              "message": fb.message, "fix": fb.fix, "evidence": [x.to_dict() for x in fb.evidence],
+              "consequences": rc.get("consequences", []), "chain": rc.get("chain", []), "named_culprit": False,
+              "classified_by": "wording"}  # fmt: skip
     if (rc.get("rule") is None or weak) and facts.is_known("logs.ranks"):
         e = first_unclassified(facts)
         if e is not None and fallback:  # no rule knows it, but its wording names the area (X099, a warning)
@@ -306,6 +317,9 @@ def run(args: argparse.Namespace) -> int:
         tb = open_traceback(facts)
         if tb is not None:
             rc = incomplete_traceback(tb)
+    first = first_observed_failure(facts)
+    if first is not None:  # torchrun's failure summary: the culprit rank and how it ended (a signal)
+        rc = with_first_failure(rc, first, KILL_RULE)
     cov = coverage(facts, scan, rows)
     if args.dump_facts:  # the verdict is written beside the facts it was drawn from (consumers need not redo it)
         facts.set("logs.verdict", rc, "logs")

@@ -26,7 +26,7 @@ from msdoctor.facts.logformats import (
     split_banner,  # noqa: I001
 )
 from msdoctor.facts.logstate import (
-    CLUSTER_UP,
+    GENERIC_MARKER_PATTERNS,
     HEAD,
     TS_BYTES_RE,
     ScanSpec,
@@ -44,19 +44,13 @@ GREP_MAX_AS = 128 << 20  # grep's address space: a line it cannot hold makes it 
 MAX_OUT_LINE = 1 << 20  # bytes of one printed line that are read; the rest is dropped (as the Python engine)
 
 ERE_SPECIAL = re.compile(r"([.\[\]()*+?{}|^$\\])")
-GENERIC_ERE = (r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
-               r"(Error|Exception):", CLUSTER_UP,
-               r"(ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
-               r"\[(error|fatal|FATAL)\]", r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
-               r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",
-               r"\[E [A-Za-z_]", r"(Error|Exception).?$", r"[a-z]\.[A-Za-z]*(Invalid|Failure): ",
-               r"(Error|Exception)\([A-Za-z_][A-Za-z0-9_.]*\): ",  # Ray's `RayTaskError(OutOfMemoryError): `
-               r"(CRITICAL|FATAL) \[", r" - (ERROR|CRITICAL) - ", r"terminate called after throwing",
-               r"^(ERROR|FATAL|error|fatal): ", r'File "[^"]+", line [0-9]')  # fmt: skip
 
 
 def ere_literal(text: str) -> str:
     return ERE_SPECIAL.sub(r"\\\1", text)
+
+
+CONTROL = {r"\r": "\r", r"\t": "\t", r"\n": ""}  # ERE has no escapes for them: the bytes themselves
 
 
 def to_ere(pattern: str) -> str | None:
@@ -88,6 +82,12 @@ def to_ere(pattern: str) -> str | None:
             out.append(subs[two][1:-1] if not subs[two].startswith("[^") else "")
             i += 2
             continue
+        if two in CONTROL:  # grep reads lines without their newline: `[^x\n]` is `[^x]`; `\n` alone never matches
+            if two == r"\n" and not in_class:
+                return None
+            out.append(CONTROL[two])
+            i += 2
+            continue
         ch = p[i]
         if ch == "\\" and i + 1 < len(p):
             nxt = p[i + 1]
@@ -105,6 +105,18 @@ def to_ere(pattern: str) -> str | None:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _generic_ere() -> tuple[str, ...]:
+    out = tuple(to_ere(p) for p in GENERIC_MARKER_PATTERNS)
+    bad = [p for p, e in zip(GENERIC_MARKER_PATTERNS, out, strict=True) if e is None]
+    if bad:  # a marker written outside what both engines read alike (logstate.GENERIC_MARKER_PATTERNS)
+        raise ValueError(f"generic marker(s) without an ERE translation: {bad}")
+    return tuple(e for e in out if e is not None)
+
+
+# The generic markers as grep reads them: the same table as the Python engine's GENERIC_MARKERS.
+GENERIC_ERE = _generic_ere()
 
 
 @cache

@@ -106,6 +106,34 @@ def _assign_ranks(scans: list[dict[str, Any]]) -> dict[str, tuple[int | None, st
     return out
 
 
+def _rank_views(s: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The ranks of a file that several ranks write, each line prefixed with its rank (torchrun's `[rank3]:`,
+    Ray's `(RayWorkerWrapper pid=…) [rank3]:`, mpirun's `[3,0]<stderr>:`), as one view per rank: the lines whose
+    prefix names it. Then the correlation sees which rank failed with an error of its own first and which only
+    waited, as with one log per rank. Only when exactly one rank's lines hold an error of its own (a root-cause
+    or an unclassified error) and other ranks' lines hold only what follows from it (consequences, warnings): a
+    console where every rank reports the same fault, or several ranks their own (a console has no per-line time
+    to order them by), stays one file, read in file order."""
+    if not s.get("readable") or len(s.get("prefix_ranks") or {}) < 2:
+        return {}
+    events = list(s.get("first_events", [])) + [e for e in s.get("since_progress", []) if e not in s.get("first_events", [])]
+    mine: dict[int, list[dict[str, Any]]] = {}
+    for e in events:
+        if e.get("prank") is not None:
+            mine.setdefault(int(e["prank"]), []).append(e)
+    own_error = [r for r, evs in mine.items()
+                 if any(e.get("severity") == "error" and e.get("role") in ("root", "unclassified") for e in evs)]  # fmt: skip
+    if len(own_error) != 1 or len(mine) < 2:
+        return {}
+    since = s.get("since_progress", [])
+    return {r: {"path": s["path"], "kind": s["kind"], "readable": True,
+                "first_events": [e for e in s.get("first_events", []) if e.get("prank") == r],
+                "since_progress": [e for e in since if e.get("prank") == r], "anomalies": len(evs),
+                "progress": {"count": 0, "first": None, "last": None}, "last_traceback": None, "exceptions": [],
+                "open_traceback": None, "last_time": s.get("last_time"), "cluster_up": None, "pids": []}
+            for r, evs in sorted(mine.items())}  # fmt: skip
+
+
 def _peers(groups: dict[str, str] | None) -> list[int]:
     if not groups:
         return []
@@ -279,13 +307,21 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     by_rank: dict[int, list[dict[str, Any]]] = {}
     launcher: list[dict[str, Any]] = []
     pid_rank: dict[int, int] = {}
+    split = False
     for s in scans:
         r, how = ranks[s["path"]]
         scan.file_rank[s["path"]] = r
         s["rank"], s["rank_source"] = r, how
         if not s.get("readable"):
             continue
-        if r is None:
+        views = _rank_views(s) if r is None and how.startswith("several ranks") else {}
+        if views:  # one console of several ranks: each rank's prefixed lines are that rank's log
+            split = True
+            for pr, view in views.items():
+                by_rank.setdefault(pr, []).append(view)
+            launcher.append(dict(s, first_events=[e for e in s.get("first_events", []) if e.get("prank") is None],
+                                 since_progress=[e for e in s.get("since_progress", []) if e.get("prank") is None]))  # fmt: skip
+        elif r is None:
             launcher.append(s)
         else:
             by_rank.setdefault(r, []).append(s)
@@ -300,7 +336,8 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     world = _world_size(scans)
     if world is not None:
         facts.set("logs.world_size", world, SOURCE)
-        facts.set("logs.missing_ranks", [r for r in range(world) if r not in by_rank], SOURCE)
+        # a console's paste shows the ranks that wrote to it: the others are not known to be missing
+        facts.set("logs.missing_ranks", [] if split else [r for r in range(world) if r not in by_rank], SOURCE)
     else:
         facts.unknown("logs.world_size", "no log states the world size (RANK_SIZE, scheduler's expected node number)", SOURCE)
         facts.unknown("logs.missing_ranks", "world size unknown", SOURCE)
@@ -310,6 +347,10 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     }, SOURCE)  # fmt: skip
     facts.set("logs.files", [{"file": s["path"], "rank": s.get("rank"), "rank_source": s.get("rank_source"),
                               "kind": s["kind"], "lines": s.get("lines"), "size": s.get("size")} for s in scans], SOURCE)  # fmt: skip
+    elastic = [dict(e, file=s["path"]) for s in scans if s.get("readable") for e in s.get("elastic") or []]
+    facts.set("logs.elastic", elastic[:MAX_ELASTIC], SOURCE)
+    for s in scans:
+        _elastic_kill_hit(s)
     facts.set("logs.hits", signature_hits(scan), SOURCE)
     # A skipped file still says, by its name, whose log it was: a rank whose only log is unreadable is not
     # "silent", and the verdict must say so rather than read its silence as a hang.
@@ -318,6 +359,29 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
 
 
 MAX_FIRSTS = 5
+MAX_ELASTIC = 64
+KILL_RULE = "MEM017"  # a process killed by SIGKILL without an error of its own: usually the host's OOM killer
+
+
+def _elastic_kill_hit(s: dict[str, Any]) -> None:
+    """torchrun's first observed failure killed by SIGKILL (exit code -9) is a hit of KILL_RULE.
+
+    Only the Root Cause row: torchrun SIGKILLs the surviving workers itself once one failed, so a -9 row under
+    `Failures:` is as often the consequence. The hit carries the row's values (rank, local rank, host, exit
+    code, pid, signal) and the rank as the line's prank, so the finding names that rank."""
+    root = next((e for e in s.get("elastic") or [] if e.get("section") == "root"), None)
+    if root is None or root.get("signal") != 9 or KILL_RULE in (s.get("hits") or {}):
+        return
+    rule = load_catalogue().get(KILL_RULE)
+    if rule is None:
+        return
+    groups = {k: str(root[k]) for k in ("rank", "local_rank", "host", "exitcode", "pid", "signal_name") if k in root}
+    text = (f"traceback : {root['traceback']}" if root.get("traceback")
+            else f"exitcode  : {root.get('exitcode')} (pid: {root.get('pid')})")  # fmt: skip
+    ev: dict[str, Any] = {"rule": KILL_RULE, "role": rule.role, "severity": rule.severity.value,
+                          "line": root.get("traceback_line") or root.get("line"), "text": text, "time": None,
+                          "ts": None, "groups": groups, "prank": root.get("rank")}  # fmt: skip
+    s.setdefault("hits", {})[KILL_RULE] = {"count": 1, "first": ev, "last": ev, "pids": {"-1": 1}, "values": groups}
 
 
 def signature_hits(scan: LogScan) -> list[dict[str, Any]]:

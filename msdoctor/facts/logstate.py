@@ -39,20 +39,52 @@ KEEP_FIRST = 40  # anomalies kept from the start of a file …
 
 KEEP_RECENT = 120  # … and since the last progress line (a flood keeps its first and last lines)
 
-GENERIC_MARKERS = (
-    rb"\[ERROR\]", rb"\[CRITICAL\]", rb"\[EXCEPTION\]", rb"Traceback \(most recent call last\)",
-    rb"(?:Error|Exception): ", rb"(?:Error|Exception):$",
-    rb"(?:ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # vLLM's level prefix
-    rb"\[(?:error|fatal|FATAL)\]",  # MindIE / ATB levels in lower case
-    rb"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # glog
-    rb"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", rb"\[E [A-Za-z_]",  # c10's `[E614 19:45:30…]`, `[E File.cpp:1]`
-    rb"(?:Error|Exception)\r?$", rb"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
-    rb"(?:Error|Exception)\([A-Za-z_][\w.]{0,80}\): ",  # Ray's wrapper: `RayTaskError(OutOfMemoryError): ray::…`
-    rb"(?:CRITICAL|FATAL) \[", rb" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
-    rb"terminate called after throwing",  # a C++ abort
-    rb'File "[^"\n]{1,300}", line [0-9]',  # a traceback frame: a paste cut before its exception line is still read
-    rb"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
+CLUSTER_UP = "Cluster is successfully initialized"
+
+# The generic error markers, one table for both scan engines: Python's re reads each entry as a bytes pattern
+# (GENERIC_MARKERS), GNU grep as the ERE that loggrep.to_ere translates it to (loggrep.GENERIC_ERE), so a
+# line is a candidate for both or for neither (tests/logs/test_logs_engine_gaps2.py runs both on the corpus).
+# Written in what both read alike: no look-arounds or back-references; `\r` and `[^…\n]` translate.
+GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
+    r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
+    r"(?:Error|Exception): ", r"(?:Error|Exception):$",
+    r"(?:ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # vLLM's level prefix
+    r"\[(?:error|fatal|FATAL)\]",  # MindIE / ATB levels in lower case
+    r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # glog
+    r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E [A-Za-z_]",  # c10's `[E614 19:45:30…]`, `[E File.cpp:1]`
+    r"(?:Error|Exception)\r?$", r"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
+    r"(?:Error|Exception)\([A-Za-z_][A-Za-z0-9_.]{0,80}\): ",  # Ray's wrapper: `RayTaskError(OutOfMemoryError): ray::…`
+    r"(?:CRITICAL|FATAL) \[", r" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
+    r"terminate called after throwing",  # a C++ abort
+    r'File "[^"\n]{1,300}", line [0-9]',  # a traceback frame: a paste cut before its exception line is still read
+    r"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
+    CLUSTER_UP,  # logged by every rank at the same moment (the clock anchor)
+    # torchrun's failure summary (ELASTIC_* below): its section headers and its rows as torch pads their names
+    r"Root Cause \(first observed failure\):", r"Failures:\r?$",
+    r"  (?:time {6}|host {6}|rank {6}|exitcode {2}|error_file|traceback ): ",
 )  # fmt: skip
+
+GENERIC_MARKERS = tuple(p.encode("ascii") for p in GENERIC_MARKER_PATTERNS)
+
+# torchrun / torch.distributed.elastic's failure summary (the message of its ChildFailedError), e.g.
+#   Failures:                                  (the other failed workers, or `  <NO_OTHER_FAILURES>`)
+#   Root Cause (first observed failure):
+#   [0]:
+#     time      : 2023-08-01_01:06:47
+#     host      : r1n2a6000bittensor
+#     rank      : 4 (local_rank: 4)
+#     exitcode  : -9 (pid: 208585)
+#     error_file: <N/A>
+#     traceback : Signal 9 (SIGKILL) received by PID 208585
+# Each entry becomes a dict of st.elastic (section root/other, rank, local_rank, host, exitcode, pid, signal).
+ELASTIC_HEAD_RE = re.compile(r"^(?:(?P<root>Root Cause \(first observed failure\))|(?:Other )?Failures):\s*$")
+ELASTIC_ROW_RE = re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*?)\s*$")
+ELASTIC_RANK_RE = re.compile(r"^(?P<rank>\d{1,7})(?: \(local_rank: (?P<local>\d{1,7})\))?")
+ELASTIC_EXIT_RE = re.compile(r"^(?P<code>-?\d{1,4})(?: \(pid: (?P<pid>\d{1,10})\))?")
+ELASTIC_SIGNAL_RE = re.compile(r"^Signal (?P<sig>\d{1,3}) \((?P<name>SIG[A-Z0-9]{1,10})\) received by PID (?P<pid>\d{1,10})")
+MAX_ELASTIC = 64  # entries kept per file
+ELASTIC_GAP = 400  # lines an entry may follow its section's header or the entry before it (a child's traceback)
+ELASTIC_ROWS = 8  # an entry's rows are consecutive: a row further than this from the last one ends the summary
 
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
 # The words of an error in a line of no known grammar (plain-paste mode only: in a log of a known grammar a
@@ -68,9 +100,7 @@ TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}[.:]\d{3}\.\d{3}"
 
 PROGRESS_HINT = "step"  # progress lines (LossMonitor, mindformers) carry no time stamp of their own
 
-CLUSTER_UP = "Cluster is successfully initialized"
-
-TS_IN_LINE = ":"  # cheap guard before the stamp search  # logged by every rank at the same moment (clock anchor)
+TS_IN_LINE = ":"  # cheap guard before the stamp search
 
 @dataclass
 class ScanSpec:
@@ -85,7 +115,7 @@ class ScanSpec:
     prefilter: re.Pattern[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
-        parts: list[bytes] = list(GENERIC_MARKERS) + [re.escape(CLUSTER_UP.encode())]
+        parts: list[bytes] = list(GENERIC_MARKERS)
         if self.paste:
             parts.append(PASTE_ERROR_RE.pattern.encode("utf-8"))
         for _rule, rx, anchor in self.sigs.entries:
@@ -153,6 +183,10 @@ class _FileState:
         self.last_frame_line = -1
         self.last_error_line = -1  # the last line recorded as an error (a rule's or an unclassified one)
         self.joined_line = -1  # a line already read as part of the line above it (a C++ exception's `what():`)
+        self.elastic: list[dict[str, Any]] = []  # torchrun's failure summary, one dict per failed worker
+        self.elastic_section: str | None = None  # root / other: the section of the summary being read
+        self.elastic_entry: dict[str, Any] | None = None
+        self.elastic_line = -1  # the summary's last line read
 
     def add_anomaly(self, ev: dict[str, Any]) -> None:
         self.anomalies += 1
@@ -259,6 +293,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
                 st.recognised += 1
         if rank is not None:
             st.prefix_ranks[rank] = st.prefix_ranks.get(rank, 0) + 1
+        if _elastic(st, piece, lineno):
+            continue
         _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error,
                      frames_lookup)
 
@@ -416,6 +452,74 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
                            or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text))):
         st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank))
 
+def _elastic(st: _FileState, text: str, lineno: int) -> bool:
+    """A line of torchrun's failure summary, read into ``st.elastic``; True when the line was one."""
+    m = ELASTIC_HEAD_RE.match(text)
+    if m is not None:
+        st.recognised += 1
+        st.elastic_section, st.elastic_entry, st.elastic_line = ("root" if m["root"] else "other"), None, lineno
+        return True
+    if st.elastic_section is None or lineno - st.elastic_line > ELASTIC_GAP:
+        return False
+    m = ELASTIC_ROW_RE.match(text)
+    if m is None:
+        return False
+    entry = st.elastic_entry
+    if entry is None or m["key"] in entry or lineno - st.elastic_line > 2:
+        # the first row of an entry (its `[N]:` line above is no candidate): a row name the entry already has
+        # starts the next one; a row far from the summary's last line belongs to no entry
+        if entry is not None and lineno - st.elastic_line > ELASTIC_ROWS:
+            st.elastic_section = None
+            return False
+        if len(st.elastic) >= MAX_ELASTIC:
+            st.elastic_entry = None
+            return False
+        entry = st.elastic_entry = {"section": st.elastic_section, "line": lineno}
+        st.elastic.append(entry)
+    st.recognised += 1
+    st.elastic_line = lineno
+    key, value = m["key"], m["value"]
+    entry[key] = value[:MAX_TEXT]
+    if key == "rank":
+        r = ELASTIC_RANK_RE.match(value)
+        if r is None:  # numbers only: a value torch did not write is kept as no rank
+            del entry[key]
+            return True
+        entry["rank"] = int(r["rank"])
+        if r["local"] is not None:
+            entry["local_rank"] = int(r["local"])
+    elif key == "exitcode":
+        x = ELASTIC_EXIT_RE.match(value)
+        if x is None:
+            del entry[key]
+            return True
+        entry["exitcode"] = int(x["code"])
+        if x["pid"] is not None:
+            entry["pid"] = int(x["pid"])
+        if entry["exitcode"] < 0:  # a worker killed by a signal exits with minus its number
+            entry.setdefault("signal", -entry["exitcode"])
+            entry.setdefault("signal_name", _signal_name(-entry["exitcode"]))
+    elif key == "traceback":
+        entry["traceback_line"] = lineno
+        sig = ELASTIC_SIGNAL_RE.match(value)
+        if sig is not None:
+            entry["signal"], entry["signal_name"] = int(sig["sig"]), sig["name"]
+            return True
+        return False  # a child's own traceback (`traceback : Traceback (most recent call last):`) is read as usual
+    elif key == "error_file" and value in ("<N/A>", ""):
+        del entry[key]
+    return True
+
+
+def _signal_name(n: int) -> str | None:
+    import signal
+
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return None
+
+
 def _join_what(st: _FileState, text: str, rec: Any, lineno: int, next_line: Callable[[], str]) -> tuple[str, Any]:
     """`terminate called after throwing an instance of 'X'` and, on the next line, `  what():  message`: one
     exception, whose message is the what() text (rules and the wording fallback read both as one line)."""
@@ -505,6 +609,7 @@ def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, An
         "last_traceback": st.last_traceback,
         "open_traceback": _open_traceback(st),
         "exceptions": list(st.exceptions),
+        "elastic": list(st.elastic),
         "cluster_up": st.cluster_up,
         "recognised": st.recognised + _head_grammar(head),
         "prefix_ranks": {str(k): v for k, v in sorted(st.prefix_ranks.items())[:1000]},

@@ -1,0 +1,281 @@
+"""Engine gaps of the log reader (round 5): an area taken from the catalogue, not from a rule id's letters;
+the generic error markers of both scan engines from one table; one choice of the most specific line of a
+fault; the rank whose line carries the first error in a file of several ranks; torchrun's failure summary."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from msdoctor.engine.catalogue import load_catalogue
+from tests.conftest import run_cli
+
+# -- a rule's area is the catalogue's --------------------------------------------------------------------
+
+
+def test_area_is_the_catalogues_area_field(monkeypatch):
+    from msdoctor.commands import logs as cmd
+
+    for r in list(load_catalogue())[:50]:
+        assert cmd._area(r.id) == r.area
+    # the catalogue decides, not the letters of the id (a rule filed under another area keeps that area)
+    fake = SimpleNamespace(get=lambda rid: SimpleNamespace(area="PAR") if rid == "COMM001" else None)
+    monkeypatch.setattr(cmd, "load_catalogue", lambda: fake)
+    assert cmd._area("COMM001") == "PAR"
+    assert cmd._area("XYZ123") == "" and cmd._area(None) == ""  # an id the catalogue lacks has no area
+
+
+# -- the generic markers: one table, both engines ---------------------------------------------------------
+
+CORPUS = Path(__file__).resolve().parents[1] / "realworld" / "logs"
+
+# Lines on which the two engines' marker lists used to disagree (grep read `(Error|Exception):` without its
+# space and `(Error|Exception).?$` where Python read `\r?$`), beside lines both must take.
+EDGE_LINES = [
+    b"KeyError:'model.layers.0.weight'",  # no space after the colon: neither engine's marker
+    b"no Errors",  # a word that ends in Errors: not a bare exception name
+    b"AssertionError",
+    b"AssertionError\r",
+    b"ValueError: bad value",
+    b"torch.OutOfMemoryError:",
+    b'  File "/x/train.py", line 12, in main',
+    b"[E614 19:45:30.602900611 ProcessGroupNCCL.cpp:1] x",
+    b"Cluster is successfully initialized.",
+]
+
+
+def _python_lines(data: bytes) -> set[int]:
+    from msdoctor.facts.logstate import GENERIC_MARKERS
+
+    rx = re.compile(b"|".join(GENERIC_MARKERS), re.M)
+    return {i + 1 for i, line in enumerate(data.split(b"\n")) if rx.search(line)}
+
+
+def _grep_lines(paths: list[Path]) -> dict[str, set[int]]:
+    from msdoctor.facts.loggrep import GENERIC_ERE
+
+    args = ["grep", "-a", "-n", "-H", "-Z", "-E"] + [x for p in GENERIC_ERE for x in ("-e", p)] + ["--"]
+    out = subprocess.run(args + [str(p) for p in paths], capture_output=True, env={"LC_ALL": "C"}, check=False).stdout
+    found: dict[str, set[int]] = {str(p): set() for p in paths}
+    for line in out.splitlines():
+        name, _, rest = line.partition(b"\0")
+        found[name.decode()].add(int(rest.split(b":", 1)[0]))
+    return found
+
+
+def test_generic_markers_of_both_engines_come_from_one_table():
+    from msdoctor.facts.loggrep import GENERIC_ERE, to_ere
+    from msdoctor.facts.logstate import GENERIC_MARKER_PATTERNS, GENERIC_MARKERS
+
+    assert len(GENERIC_MARKERS) == len(GENERIC_ERE) == len(GENERIC_MARKER_PATTERNS)
+    assert GENERIC_MARKERS == tuple(p.encode() for p in GENERIC_MARKER_PATTERNS)
+    assert GENERIC_ERE == tuple(to_ere(p) for p in GENERIC_MARKER_PATTERNS)
+
+
+@pytest.mark.skipif(shutil.which("grep") is None, reason="GNU grep not installed")
+def test_generic_markers_select_the_same_lines_in_both_engines(tmp_path):
+    """Every line of the real-world corpus (and a few edge lines) is a candidate for both engines or for neither."""
+    edge = tmp_path / "edge.log"
+    edge.write_bytes(b"\n".join(EDGE_LINES) + b"\n")
+    files = [edge] + sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name != "SOURCE.md")
+    assert len(files) > 100
+    differ = {}
+    grep = _grep_lines(files)
+    for f in files:
+        py, gr = _python_lines(f.read_bytes()), grep[str(f)]
+        if py != gr:
+            differ[str(f)] = (sorted(py - gr)[:5], sorted(gr - py)[:5])
+    assert not differ, differ
+    assert _python_lines(edge.read_bytes()) == {3, 4, 5, 6, 7, 8, 9}
+
+
+# -- one tie-break for the most specific line of a fault ------------------------------------------------------
+
+PTOAS_726 = CORPUS / "ptoas-726-syncall-aicore-timeout-507014-2026" / "paste.log"
+
+
+def test_a_ranks_root_event_and_the_headline_take_the_rule_that_refines_the_block(tmp_path):
+    """ptoas#726: one CANN block (one time stamp) holds the generic `there is an exception of aicore error`
+    (NUM010) and, lines later, `Kernel task happen error, retCode=0x25, [aicore timeout]` (NUM011). The
+    headline already read NUM011; the rank's own root event (what COMM502 names across ranks) read NUM010."""
+    from msdoctor.checks.logs import terminal
+    from msdoctor.commands.logs import headline_finding, signature_findings
+    from msdoctor.facts.logs import collect
+
+    log = tmp_path / "worker_0.log"
+    log.write_bytes(PTOAS_726.read_bytes())
+    facts, _ = collect([str(tmp_path)])
+    rank = facts.get_known("logs.ranks")["0"]
+    rules = [e.get("rule") for e in rank["after_progress"] if e.get("role") == "root"]
+    assert "NUM010" in rules and "NUM011" in rules and rules.index("NUM010") < rules.index("NUM011")
+    state, event = terminal(rank)
+    assert state == "root" and event["rule"] == "NUM011"
+    head = headline_finding(signature_findings(facts.get_known("logs.hits")))
+    assert head is not None and head.rule == event["rule"]
+
+
+# -- torchrun's failure summary ------------------------------------------------------------------------------
+# Real pastes (no corpus case holds the summary yet): a DeepSpeed/accelerate run on one 6-GPU host whose rank 3
+# was SIGKILLed (issue thread of 2023-08-01, host r1n2a6000bittensor), and ROCm/ROCm#5788 (xDiT under torchrun,
+# both workers died of SIGSEGV; rank 1 is listed under `Failures:`, rank 0 is the root cause).
+
+ELASTIC_KILL = """\
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 3 (pid: 209017) of binary: /usr/bin/python3.10
+Traceback (most recent call last):
+  File "/home/commune/.local/lib/python3.10/site-packages/torch/distributed/launcher/api.py", line 250, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\x20
+=======================================================
+train.py FAILED
+-------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+-------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2023-08-01_01:11:46
+  host      : r1n2a6000bittensor
+  rank      : 3 (local_rank: 3)
+  exitcode  : -9 (pid: 209017)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 209017
+=======================================================
+"""
+
+ELASTIC_SEGV = """\
+E0115 05:44:28.210000 6139 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -11) local_rank: 0 (pid: 6174) of binary: /venv/bin/python
+Traceback (most recent call last):
+  File "/venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 293, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+======================================================
+run.py FAILED
+------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-01-15_05:44:28
+  host      : xdit
+  rank      : 1 (local_rank: 1)
+  exitcode  : -11 (pid: 6175)
+  error_file: <N/A>
+  traceback : Signal 11 (SIGSEGV) received by PID 6175
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-01-15_05:44:28
+  host      : xdit
+  rank      : 0 (local_rank: 0)
+  exitcode  : -11 (pid: 6174)
+  error_file: <N/A>
+  traceback : Signal 11 (SIGSEGV) received by PID 6174
+======================================================
+"""
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_torchrun_failure_summary_is_read_into_facts(tmp_path, engine):
+    from msdoctor.engine.evaluate import signature_set
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    sigs = signature_set(load_catalogue())
+    spec = ScanSpec(sigs, engine="python") if engine == "python" else ScanSpec(sigs, grep_min_size=0)
+    log = tmp_path / "torchrun.log"
+    log.write_text(ELASTIC_SEGV, encoding="utf-8")
+    res = scan_file(str(log), spec)
+    assert res.get("engine", "python").startswith(engine)
+    entries = [{k: e.get(k) for k in ("section", "rank", "local_rank", "host", "exitcode", "pid", "signal", "signal_name")}
+               for e in res["elastic"]]  # fmt: skip
+    assert entries == [
+        {"section": "other", "rank": 1, "local_rank": 1, "host": "xdit", "exitcode": -11, "pid": 6175, "signal": 11,
+         "signal_name": "SIGSEGV"},
+        {"section": "root", "rank": 0, "local_rank": 0, "host": "xdit", "exitcode": -11, "pid": 6174, "signal": 11,
+         "signal_name": "SIGSEGV"},
+    ]  # fmt: skip
+
+
+def test_torchrun_sigkill_root_cause_names_the_rank_and_says_killed(tmp_path):
+    """SIGKILL of the first observed failure with no other error: the headline names rank 3 and says killed
+    (often host OOM) — before, the only verdict was the ChildFailedError line as an unrecognised error."""
+    log = tmp_path / "torchrun.log"
+    log.write_text(ELASTIC_KILL, encoding="utf-8")
+    r = run_cli("logs", "--json", str(log))
+    rc = r.json()["root_cause"]
+    assert rc["rule"] == "MEM017" and rc["rank"] == 3, rc
+    assert "SIGKILL" in rc["message"] and "killed (often host OOM" in rc["message"]
+    assert "local_rank 3" in rc["message"] and "r1n2a6000bittensor" in rc["message"]
+    text = run_cli("logs", str(log)).out
+    assert "Root cause: rank 3 (MEM017)" in text and "killed (often host OOM" in text
+
+
+def test_torchrun_summary_gives_the_root_cause_rank_not_the_first_listed_failure(tmp_path):
+    """ROCm#5788: rank 1 comes first (under `Failures:`), rank 0 is the first observed failure; SIGSEGV is no
+    kill (no MEM017), and the verdict says which rank and which signal."""
+    log = tmp_path / "torchrun.log"
+    log.write_text(ELASTIC_SEGV, encoding="utf-8")
+    out = run_cli("logs", "--json", str(log)).json()
+    rc = out["root_cause"]
+    assert rc["rank"] == 0, rc
+    assert "Signal 11 (SIGSEGV)" in rc["reason"] and "rank 0 (local_rank 0) on host xdit" in rc["reason"]
+    assert not [f for f in out["findings"] if f["rule"] == "MEM017"]
+
+
+def test_a_sigkill_row_under_failures_only_is_not_a_kill_finding(tmp_path):
+    """torchrun SIGKILLs the surviving workers itself: a -9 row under `Failures:` is no root cause; only the row
+    under `Root Cause (first observed failure):` says how the job failed (real rows of the two pastes above)."""
+    rows = ELASTIC_KILL.splitlines()
+    kill_rows = rows[rows.index("[0]:") : rows.index("[0]:") + 7]
+    segv = ELASTIC_SEGV.splitlines()
+    at = segv.index("[1]:")
+    mixed = segv[:at] + ["[1]:", *kill_rows[1:]] + segv[at + 7 :]
+    log = tmp_path / "torchrun.log"
+    log.write_text("\n".join(mixed) + "\n", encoding="utf-8")
+    out = run_cli("logs", "--json", str(log)).json()
+    assert not [f for f in out["findings"] if f["rule"] == "MEM017"]
+    assert out["root_cause"]["rank"] == 0
+
+
+# -- one console of several ranks: the culprit is the rank whose own line holds the error ---------------------
+
+R382 = (CORPUS / "vllm-ascend-382-hccl-watchdog-allreduce-timeout-2025" / "paste.log").read_text(encoding="utf-8")
+R393 = (CORPUS / "vllm-ascend-393-atb-selfattention-setup-failed-2025" / "paste.log").read_text(encoding="utf-8")
+
+
+def test_a_console_of_several_ranks_names_the_rank_with_the_error_not_the_first_rank(tmp_path):
+    """Rank 1's HCCL watchdog time-out lines (vllm-ascend#382, lines 1 and 4) come first in the file, then rank
+    0's own error (vllm-ascend#393's `[rank0]:[E410 …] setup failed!`). Rank 1 only waited: the culprit is rank
+    0. Before, the file was one process and its verdict rank 1's time-out."""
+    waits = R382.splitlines()
+    error = R393.splitlines()[0]
+    log = tmp_path / "console.log"
+    log.write_text("\n".join([waits[0], waits[3], error]) + "\n", encoding="utf-8")
+    out = run_cli("logs", "--json", str(log)).json()
+    rc = out["root_cause"]
+    assert rc["rank"] == 0, rc
+    assert any("rank 0 failed first" in c for c in rc.get("chain", [])), rc
+    assert any("rank(s) 1 only report consequences" in c for c in rc.get("chain", [])), rc
+
+
+def test_a_console_where_every_rank_reports_the_same_fault_stays_one_file(tmp_path):
+    """vllm-ascend#2248: seven ranks each report the same c10d time-out; no rank failed first, the headline stays
+    the first line's rule (a console has no time per line to order ranks by)."""
+    case = CORPUS / "vllm-ascend-2248-c10d-waitforinput-timeout-multinode-deepseek-2025"
+    rc = run_cli("logs", "--json", str(case)).json()["root_cause"]
+    assert rc["verdict"] == "first-error" and rc["rule"] == "COMM082" and rc["rank"] == 6, rc
+
+
+def test_the_rank_that_failed_first_with_an_unknown_error_keeps_the_wording_area(tmp_path):
+    """Rank 1's time-outs (vllm-ascend#382) then rank 0's `RuntimeError: createHCCLComm:… HcclGetRootInfo…`
+    (vllm-ascend#405), which no rule knows: the culprit is rank 0 and the area its wording's (COMM099), not
+    COMM502's id."""
+    error = (CORPUS / "vllm-ascend-405-ej0003-port-60000-bound-2025" / "paste.log").read_text(encoding="utf-8")
+    waits = R382.splitlines()
+    log = tmp_path / "console.log"
+    log.write_text("\n".join([waits[0], waits[3], error.splitlines()[0]]) + "\n", encoding="utf-8")
+    rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
+    assert rc["rank"] == 0 and rc["rule"] == "COMM099" and rc.get("classified_by") == "wording", rc
+    assert any("rank 0 failed first" in c for c in rc.get("chain", [])), rc
