@@ -97,20 +97,27 @@ def test_families_reject_an_unknown_area() -> None:
         parse({"min_score": 3, "margin": 2, "areas": {"NET": {"keywords": [["x", 1]]}}})
 
 
+def _best_time(rx: re.Pattern[str], text: str, runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        t = time.perf_counter()
+        rx.search(text)
+        best = min(best, time.perf_counter() - t)
+        if best < 0.05:
+            break  # fast enough: no need to rule out noise
+    return best
+
+
 def test_every_keyword_is_linear() -> None:
     """Keywords are searched on every unrecognised line: none may be super-linear (no nested quantifiers)."""
     for f in families().areas:
         for rx, pat, _w in f.keywords:
             for pad in ("a", "1", " ", "a ", "/", "_"):
                 small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
-                t = time.perf_counter()
-                rx.search(small)
-                ts = time.perf_counter() - t
+                ts = _best_time(rx, small)
                 assert ts < 0.5, f"{f.area} {pat!r}: {ts:.2f} s on 8 KiB"
-                t = time.perf_counter()
-                rx.search(large)
-                tl = time.perf_counter() - t
-                if tl > 0.05:
+                tl = _best_time(rx, large)
+                if tl > 0.05:  # best of 3: one run preempted on a loaded host is not a super-linear regex
                     assert tl / max(ts, 1e-4) < 24, f"{f.area} {pat!r} grows super-linearly"
 
 
