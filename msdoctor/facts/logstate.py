@@ -91,7 +91,8 @@ BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or 
 # line is an error by its level, never by a word of its message).
 PASTE_ERROR_RE = re.compile(r"(?i:\b(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
                             r"invalid|unreachable|refused|denied|time(?:d)? ?out|timeout|not (?:available|found|"
-                            r"supported|exist|visible)|does not exist|no such|killed|segmentation fault|panic)\b)|"
+                            r"supported|exist|visible)|does not exist|no such|killed|segmentation fault|panic|has no attribute|"
+                            r"no module named)\b)|"
                             r"\bWARN(?:ING)?\b")  # fmt: skip
 
 _DIGITS = re.compile(r"\d+")

@@ -209,3 +209,21 @@ def test_an_unrecognised_error_raised_in_a_data_module_says_where_but_names_no_c
     rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
     assert rc["verdict"] == "unrecognised-error" and rc["rule"] is None
     assert "raised in DATA code" in rc["reason"] and "rec_lmdb_dataset.py" in rc["reason"]
+
+
+# -- a bare pasted AttributeError / ImportError message without its exception head ----------------------
+
+
+@pytest.mark.parametrize("line, rule", [
+    # mindnlp#1522 (tests/realworld/logs/mindnlp-1522-…): the message alone, no `AttributeError:` head
+    ("module 'mindnlp.core.ops' has no attribute 'isin'", "ENV027"),
+])  # fmt: skip
+def test_a_bare_has_no_attribute_paste_is_read_as_the_error(tmp_path, line, rule):
+    from msdoctor.facts.logstate import PASTE_ERROR_RE
+
+    assert PASTE_ERROR_RE.search(line)
+    assert PASTE_ERROR_RE.search("No module named 'mindspore.ops._grad'")
+    log = tmp_path / "paste.log"
+    log.write_text(line + "\n")
+    rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
+    assert rc.get("rule") == rule
