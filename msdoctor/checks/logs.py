@@ -443,9 +443,7 @@ def classify_first(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None
 def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """X099: the first error no rule recognises, classified by its wording (msdoctor/data/error_families.toml)."""
     facts.need("logs.hits")
-    if _specific_hit(facts):
-        return
-    found = classify_first(facts)
+    found = _keyword_class(facts)
     if found is None:
         return
     e, block, c = found
@@ -464,20 +462,11 @@ def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
 def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """X097: when neither a rule nor the keyword fallback names the first errors, a GUESS (info) at their area
     from word statistics (msdoctor/facts/wording.py over msdoctor/data/wording_model.json)."""
-    from msdoctor.facts.wording import MAX_BLOCKS as GUESS_BLOCKS
-    from msdoctor.facts.wording import guess_blocks
-
     facts.need("logs.hits")
-    if _specific_hit(facts) or classify_first(facts) is not None:
+    found = facts.derived("logs.fallback.guess", lambda: _guess(facts))
+    if found is None or found[1].area != params["area"]:
         return
-    evs = unclassified_events(facts)
-    cands = fallback_candidates(facts)[:GUESS_BLOCKS]
-    if not cands:
-        return
-    g = guess_blocks((error_block(e, evs), [str(f) for f in e.get("frames") or []]) for e in cands)
-    if g is None or g.area != params["area"]:
-        return
-    e = cands[0]
+    e, g = found
     words = ", ".join(f"`{w}`" for w in g.words)
     msg = (f"a guess, not a diagnosis: no rule or keyword list recognises this error; its words ({words}) are "
            f"those of {g.area} errors (probability {g.probability:.2f} by word statistics"
@@ -485,6 +474,28 @@ def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     yield Hit(message=msg, evidence=tuple(x for x in (_ev(e),) if x), rank=e.get("prank"), step=None,
               data={"guess": {"area": g.area, "probability": g.probability, "words": list(g.words),
                               "runner_up": g.runner_up}})  # fmt: skip
+
+
+def _keyword_class(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None:
+    """:func:`classify_first` where no specific rule recognised a root cause, once per facts (every area's X099
+    reads it)."""
+    return facts.derived("logs.fallback.keywords", lambda: None if _specific_hit(facts) else classify_first(facts))
+
+
+def _guess(facts: Facts) -> tuple[dict[str, Any], Any] | None:
+    """The word-statistics guess at the first unrecognised errors (and the first of them), where neither a
+    rule nor the keyword lists name them; None otherwise."""
+    from msdoctor.facts.wording import MAX_BLOCKS as GUESS_BLOCKS
+    from msdoctor.facts.wording import guess_blocks
+
+    if _specific_hit(facts) or _keyword_class(facts) is not None:
+        return None
+    evs = unclassified_events(facts)
+    cands = fallback_candidates(facts)[:GUESS_BLOCKS]
+    if not cands:
+        return None
+    g = guess_blocks((error_block(e, evs), [str(f) for f in e.get("frames") or []]) for e in cands)
+    return None if g is None else (cands[0], g)
 
 
 # -- a traceback cut before its exception line ------------------------------------------------------------

@@ -7,9 +7,9 @@ Collectors fill it and never judge; checks read it through :meth:`Facts.need`, w
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -17,6 +17,7 @@ from msdoctor.engine.model import Unknown
 from msdoctor.errors import InputError
 
 SNAPSHOT_FORMAT = "msdoctor-facts/1"
+T = TypeVar("T")
 
 
 class Missing(Exception):
@@ -35,9 +36,20 @@ class Facts(Mapping[str, Any]):
         self._values: dict[str, Any] = dict(values or {})
         self._sources: dict[str, str] = dict(sources or {})
         self.meta: dict[str, Any] = {}
+        self._derived: dict[str, Any] = {}  # what checks compute from the facts; dropped on any change
+
+    def derived(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` once per state of the facts: several check rules read one derivation (the fallback's
+        classification of the first unrecognised error is read by every area's X099 and X097). Not part of
+        the snapshot; any :meth:`set` or :meth:`update` forgets it."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        value: T = self._derived[key]
+        return value
 
     # -- building (collectors) ------------------------------------------------------------
     def set(self, name: str, value: Any, source: str = "") -> None:
+        self._derived.clear()
         self._values[name] = value
         if source:
             self._sources[name] = source
@@ -46,6 +58,7 @@ class Facts(Mapping[str, Any]):
         self.set(name, Unknown(reason, source), source)
 
     def update(self, other: Facts) -> None:
+        self._derived.clear()
         self._values.update(other._values)
         self._sources.update(other._sources)
 
