@@ -26,8 +26,10 @@ demo: install
 	$(VENV)/bin/msdoctor report $(DEMO_RUN); test $$? -le 1
 	$(VENV)/bin/msdoctor analyze samples/profiles/gen_8rank; test $$? -le 1
 
+# Two workers: the CPU-bound unit tests split over both cores; every test marked e2e (a real msrun job)
+# stays on one worker, one job at a time (tests/conftest.py), as the suite has always run them.
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # The whole suite with two CPU hogs beside it (niceness 0, as busy as the tests), as on a shared CI
 # machine: no test may assume an idle host. The hogs are killed however pytest ends; its exit status

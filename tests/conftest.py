@@ -44,3 +44,12 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test`: -n 2 --dist loadgroup) the tests that run real 2-rank msrun jobs (marked
+    e2e) form one group on one worker: two jobs at once on 2 cores would starve each other's ranks past the
+    timing margins the tests keep, and tests/e2e/conftest.py's per-session cache of runs serves one worker."""
+    for item in items:
+        if item.get_closest_marker("e2e") is not None:
+            item.add_marker(pytest.mark.xdist_group("e2e"))

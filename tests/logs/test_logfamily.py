@@ -98,11 +98,13 @@ def test_families_reject_an_unknown_area() -> None:
 
 
 def _best_time(rx: re.Pattern[str], text: str, runs: int = 3) -> float:
+    """The best of `runs` searches in this thread's CPU time: time other processes take on a loaded host
+    (CI shares it; `make test` runs two workers) is not counted."""
     best = float("inf")
     for _ in range(runs):
-        t = time.perf_counter()
+        t = time.thread_time()
         rx.search(text)
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.thread_time() - t)
         if best < 0.05:
             break  # fast enough: no need to rule out noise
     return best
@@ -117,7 +119,7 @@ def test_every_keyword_is_linear() -> None:
                 ts = _best_time(rx, small)
                 assert ts < 0.5, f"{f.area} {pat!r}: {ts:.2f} s on 8 KiB"
                 tl = _best_time(rx, large)
-                if tl > 0.05:  # best of 3: one run preempted on a loaded host is not a super-linear regex
+                if tl > 0.05:  # CPU time, best of 3: a run preempted on a loaded host is not a super-linear regex
                     assert tl / max(ts, 1e-4) < 24, f"{f.area} {pat!r} grows super-linearly"
 
 

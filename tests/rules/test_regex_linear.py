@@ -30,9 +30,9 @@ def _pads(anchor: str) -> list[str]:
 def _time(rx, line: str) -> float:
     best = float("inf")
     for _ in range(1):
-        t = time.perf_counter()
+        t = time.thread_time()
         rx.search(line)
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.thread_time() - t)
     return best
 
 
