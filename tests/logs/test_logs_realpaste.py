@@ -347,3 +347,38 @@ def test_a_traceback_without_its_exception_line_is_not_a_clean_exit(tmp_path):
                    '    logits_output = self.model_runner.forward(\n', encoding="utf-8")
     r = run_cli("logs", str(log))
     assert "incomplete traceback" in r.out and r.rc == 1
+
+
+# PaddlePaddle/Paddle#72458 (PaddleCustomDevice runtime check, a space before the colon; 507008 → ENV050 by the data)
+PADDLE_ACLINIT = "Call aclInit(nullptr) failed : 507008 at file /work/PaddleCustomDevice/backends/npu/runtime/runtime.cc line 403"
+# vllm-project/vllm-ascend#6190 (the sentence names a compute operator, the inner error was not kept)
+INNER_RMSNORM = ("(Worker_TP0 pid=415) ERROR 01-16 11:51:23 [multiproc_executor.py:671] RuntimeError: The Inner error is "
+                 "reported as above. The process exits for this inner error, and the current working operator name is "
+                 "aclnnRmsNorm.")  # fmt: skip
+# mindspore-lab/mindyolo#276
+YOLO_NO_IMAGES = ("Exception: Error loading data from /home/jiasj/chenruoshui/mindyolo-master/mindyolo-master/mindyolo/"
+                  "dataset/VOC2012/train2012.txt: No images found")  # fmt: skip
+
+
+def test_paddle_custom_npu_runtime_check_code_is_read(tmp_path):
+    assert fired(PADDLE_ACLINIT)["ENV050"]["acl_code"] == "507008"
+    log = tmp_path / "paddle.log"
+    log.write_text(PADDLE_ACLINIT + "\n", encoding="utf-8")
+    assert run_cli("logs", "--json", str(log)).json()["root_cause"]["rule"] == "ENV050"
+
+
+def test_inner_error_naming_a_compute_operator_is_a_pointer_not_a_verdict(tmp_path):
+    hits = fired(INNER_RMSNORM)
+    assert hits["NUM019"]["op"] == "aclnnRmsNorm" and "COMM078" not in hits
+    log = tmp_path / "serve.log"
+    log.write_text(INNER_RMSNORM + "\n", encoding="utf-8")
+    d = run_cli("logs", "--json", str(log)).json()
+    assert (d.get("root_cause") or {}).get("rule") != "NUM019"  # info: the operator name alone decides no area
+    assert any(f["rule"] == "NUM019" and f["severity"] == "info" for f in d["findings"])
+
+
+def test_yolo_dataset_list_without_images_is_data(tmp_path):
+    assert fired(YOLO_NO_IMAGES)["DATA019"]["reason"] == "No images found"
+    log = tmp_path / "yolo.log"
+    log.write_text(YOLO_NO_IMAGES + "\n", encoding="utf-8")
+    assert run_cli("logs", "--json", str(log)).json()["root_cause"]["rule"] == "DATA019"
