@@ -46,6 +46,7 @@ def cli():
     return run_cli
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group marker into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`make test`: -n 2 --dist loadgroup) the tests that run real 2-rank msrun jobs (marked
     e2e) form one group on one worker: two jobs at once on 2 cores would starve each other's ranks past the
