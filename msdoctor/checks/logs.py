@@ -479,7 +479,12 @@ def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
 def _keyword_class(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None:
     """:func:`classify_first` where no specific rule recognised a root cause, once per facts (every area's X099
     reads it)."""
-    return facts.derived("logs.fallback.keywords", lambda: None if _specific_hit(facts) else classify_first(facts))
+    return facts.derived("logs.fallback.keywords", lambda: None if _specific(facts) else classify_first(facts))
+
+
+def _specific(facts: Facts) -> bool:
+    """:func:`_specific_hit`, once per facts (both fallback stages ask)."""
+    return facts.derived("logs.fallback.specific", lambda: _specific_hit(facts))
 
 
 def _guess(facts: Facts) -> tuple[dict[str, Any], Any] | None:
@@ -488,7 +493,7 @@ def _guess(facts: Facts) -> tuple[dict[str, Any], Any] | None:
     from msdoctor.facts.wording import MAX_BLOCKS as GUESS_BLOCKS
     from msdoctor.facts.wording import guess_blocks
 
-    if _specific_hit(facts) or _keyword_class(facts) is not None:
+    if _specific(facts) or _keyword_class(facts) is not None:
         return None
     evs = unclassified_events(facts)
     cands = fallback_candidates(facts)[:GUESS_BLOCKS]

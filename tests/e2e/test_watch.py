@@ -23,10 +23,7 @@ DEFAULTS = {
     "shape": ["--workers", "2", "--steps", "3", "--inject", "shape"],
     # the trainer's straggler (1 s per step) and data-stall (600 ms per sample) jobs stand out from a
     # loaded 2-core host's noise: the live rules are tested on those same jobs (one msrun job each)
-    # 9 steps, not 7: PERF201 skips 2 warm-up steps, and with 5 left its sign test cannot reach p <= 0.02
-    # (5 of 5 slower is p = 0.031), so the finding rested on the MAD alone, which a loaded host widened: no
-    # finding at load 8 (xdist beside 3 other jobs); 7 points give 7 of 7, p = 0.008
-    "straggler": ["--workers", "2", "--steps", "9", "--inject", "straggler:rank=1,ms=1000"],
+    "straggler": ["--workers", "2", "--steps", "9", "--inject", "straggler:rank=1,ms=1000"],  # why 9: tests/e2e/conftest.py
     "data-stall": ["--workers", "2", "--steps", "6", "--inject", "data-stall:rank=1,ms=600"],
     "mem-leak": ["--workers", "2", "--steps", "12", "--inject", "mem-leak:rank=1,mb=64"],
     "desync-layernorm": ["--workers", "2", "--steps", "6", "--inject", "desync-layernorm"],
