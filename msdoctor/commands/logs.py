@@ -15,7 +15,7 @@ from typing import Any
 from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.evaluate import finding_from_hit, run_checks
 from msdoctor.engine.facts import Facts
-from msdoctor.engine.model import Evidence, Finding, Hit, sort_findings
+from msdoctor.engine.model import Evidence, Finding, Hit, Severity, sort_findings
 from msdoctor.errors import ExitCode, UsageError
 from msdoctor.facts.logs import KILL_RULE, LogScan, collect
 
@@ -62,6 +62,11 @@ def signature_findings(hits: list[dict[str, Any]]) -> list[Finding]:
                   **({"groups": groups} if groups else {}), **({"cann": info.to_dict()} if info else {})},  # fmt: skip
         )
         f = finding_from_hit(rule, hit)
+        if f.severity is Severity.ERROR and all(x.get("logged_as") for x in firsts):
+            # every line of it was logged at WARNING by the program that wrote it: it did not stop the job by
+            # itself, so an error line elsewhere heads the verdict before it
+            f.severity = Severity.WARNING
+            f.message += f" (logged at {firsts[0]['logged_as']} level)"
         if info is not None:  # the code's own fix (or its family's) is more precise than the generic rule's
             f.fix = f"{info.fix} Confirm: {info.confirm}".strip()
         f.count = int(h["count"])

@@ -411,6 +411,8 @@ def signature_hits(scan: LogScan) -> list[dict[str, Any]]:
             key = "launcher" if rank is None else str(rank)
             a["per_rank"][key] = a["per_rank"].get(key, 0) + count
             ev = {k: first[k] for k in ("line", "text", "time", "ts", "groups", "prank", "role", "severity", "step") if first.get(k) is not None}
+            if first.get("logged_as") and not h.get("loud"):
+                ev["logged_as"] = first["logged_as"]
             later = {k: v for k, v in (h.get("values") or {}).items() if not (first.get("groups") or {}).get(k)}
             if later:  # a value only a later line of the same rule gave (the port, the peer) still reaches the headline
                 ev["groups"] = {**(first.get("groups") or {}), **later}

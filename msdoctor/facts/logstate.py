@@ -21,6 +21,7 @@ from msdoctor.facts.logformats import (
     MSRUN_WORKER_RE,
     SCHED_NODE_RE,
     TS_RE,
+    LogRecord,
     parse_line,
     parse_ts,
     rank_from_path,
@@ -283,8 +284,10 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
     for piece in split_embedded(text):
         rank: int | None = None
         level_error = False
+        prefix_level: str | None = None
         if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
             pre = strip_prefix_info(piece)
+            prefix_level = pre.level
             level_error = pre.level in ("ERROR", "CRITICAL") or bool(LEVEL_PREFIX_ERROR_RE.match(piece))
             if spec.paste and not level_error and pre.level is None and PASTE_ERROR_RE.search(pre.text):
                 level_error = True  # a plain paste: a line with error words is the error
@@ -297,7 +300,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         if _elastic(st, piece, lineno):
             continue
         _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error,
-                     frames_lookup)
+                     frames_lookup, prefix_level)
 
 # vLLM's `ERROR 05-15 11:58:24 [engine.py:448] message` (after an optional Ray `(… pid=N)`): the prefix is
 # stripped before matching, but its level still says the line is an error. A message indented after the
@@ -305,6 +308,30 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
 LEVEL_PREFIX_ERROR_RE = re.compile(r"^\s*(?:\([^()]{0,200}\)\s?)?(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
                                    r"\[[\w./-]{1,200}:\d{1,7}\] (?=[^\s])")
 CODE_HINT_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b")
+# The level a line was logged at, where the line itself says it without a grammar or prefix that carries
+# it: MindSpore Lite's `WARNING [mindspore/lite/src/lite_model.cc:61] ConstructModel] …`, a bare `WARNING: …`
+# / `Warning: …`, Python's warnings (`…/x.py:79: UserWarning: …`), `[W] …`.
+BARE_LEVEL_RE = re.compile(r"^\s*(?:(?P<word>WARNING|WARN|INFO|DEBUG|Warning)(?::\s|\s+\[[\w./*-]+:[\d*]+\]\s)|"
+                           r"\[(?P<short>[WID])\]\s|[^\s:]{1,300}:\d{1,7}: (?P<pywarn>[A-Z]\w{0,40}Warning): )")
+# Only a warning demotes an error rule's line: an INFO line carries values (a `loss: nan` in a progress line,
+# vLLM's `Available memory: 0`) whose meaning does not depend on the level the logger gave them.
+QUIET_LEVELS = frozenset({"WARNING"})
+
+
+def line_level(rec: LogRecord, prefix_level: str | None, text: str) -> str | None:
+    """The level the writer gave this line: its grammar's (MindSpore, plog, torch_npu, Python logging), a
+    prefix's (vLLM, glog, c10, MindIE …), or its own leading word; None when nothing says."""
+    if rec.level:
+        return rec.level.upper()
+    if prefix_level:
+        return prefix_level
+    m = BARE_LEVEL_RE.match(text)
+    if m is None:
+        return None
+    if m["pywarn"]:
+        return "WARNING"
+    word = (m["word"] or m["short"] or "").upper()
+    return {"WARN": "WARNING", "W": "WARNING", "I": "INFO", "D": "DEBUG"}.get(word, word)
 # The indented source line a Python traceback quotes under a frame (`    raise ValueError("The file {} does
 # not exist …".format(f))`) holds a message template, not a message: no rule reads it. Only candidate
 # lines reach the state machine, so it is known by its own shape: indented, a statement that raises or logs.
@@ -336,7 +363,7 @@ def _incomplete(spec: ScanSpec, matches: list[Any]) -> bool:
 def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
                  banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None,
                  next_line: Callable[[], str] | None = None, level_error: bool = False,
-                 frames_lookup: FramesLookup | None = None) -> None:  # fmt: skip
+                 frames_lookup: FramesLookup | None = None, prefix_level: str | None = None) -> None:  # fmt: skip
     """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
     lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
     key = _DIGITS.sub("", text)
@@ -390,6 +417,8 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if matches or rec.grammar != "plain":
         st.recognised += 1
     classified = False
+    level = line_level(rec, prefix_level, text)
+    quiet = level in QUIET_LEVELS
     for sm in matches:
         rule = sm.rule
         if rule.role == "progress":
@@ -403,7 +432,11 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             ev = dict(ev, pid=rec.pid)
         else:
             role = _code_role(sm.groups) or rule.role
-            ev = _event(rule.id, role, rule.severity.value, lineno, text.strip(), ts, ts_text, sm.groups, pid=rec.pid)
+            severity = rule.severity.value
+            if severity == "error" and quiet:
+                severity = "warning"  # the program itself logged the line as a warning: not what stopped it
+            ev = _event(rule.id, role, severity, lineno, text.strip(), ts, ts_text, sm.groups, pid=rec.pid,
+                        logged_as=level if quiet else None)
             if prank is not None:
                 ev["prank"] = prank
         h = st.hits.get(rule.id)
@@ -412,6 +445,8 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         else:
             h["count"] += 1
             h["last"] = ev
+        if not ev.get("logged_as"):
+            h["loud"] = True  # one line of the rule logged as an error is enough for the rule's own severity
         vals = h.setdefault("values", {})  # every value the rule's lines parsed, first seen (not only the first line's)
         for k, v in sm.groups.items():
             if v and k not in vals and len(vals) < 16:

@@ -1,0 +1,97 @@
+"""A line the program itself logged as a WARNING does not head the verdict over a later error line: an error
+rule's match on it becomes a warning finding ("logged at WARNING level"), in both scan engines. An INFO line
+keeps its rule's severity (it carries values: `loss: nan` in a progress line). Every line below is copied from
+a real log of tests/realworld/logs (the case named beside it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from msdoctor.facts.logformats import parse_line, strip_prefix_info
+from msdoctor.facts.logstate import line_level
+from tests.conftest import run_cli
+
+# mindspore-lite-faq-model-version-1.2-inference-1.5-schedule-kernels-failed-2024 (ENV084's line)
+LITE_WARNING = ("WARNING [mindspore/lite/src/lite_model.cc:**] ConstructModel] model version is MindSpore Lite 1.2.0, "
+                "inference version is MindSpore Lite 1.5.0 not equal")  # fmt: skip
+# a torch_npu OOM of the corpus (MEM rule)
+NPU_OOM = ("RuntimeError: NPU out of memory. Tried to allocate 35.31 GiB (NPU 0; 60.97 GiB total capacity; 26.13 GiB "
+           "already allocated; 26.13 GiB current active; 33.81 GiB free; 26.61 GiB reserved in total by PyTorch)")  # fmt: skip
+# mindrl-144-node-redundant-not-registered-2023 (COMM058 at MindSpore's WARNING level)
+MS_WARNING = ("[WARNING] DISTRIBUTED(22503,7f9fd5b43100,python):2023-08-09-10:12:39.824.033 "
+              "[mindspore/ccsrc/distributed/cluster/cluster_context.cc:268] PostProcess] This node could be redundant "
+              "and is not successfully registered.")  # fmt: skip
+# bevdet-265-fp16-dynamic-loss-scale-loss-nan-2023: a NaN loss in an INFO progress line
+INFO_NAN = ("2023-06-15 04:03:40,870 - mmdet - INFO - Epoch [1][50/3862]\tlr: 4.915e-05, eta: 3 days, 22:56:26, time: "
+            "4.428, data_time: 1.900, memory: 10657, loss: nan, grad_norm: nan")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "level"),
+    [
+        (LITE_WARNING, "WARNING"),
+        (MS_WARNING, "WARNING"),
+        (INFO_NAN, "INFO"),
+        (
+            "/usr/local/lib/python3.9/site-packages/torch_npu/utils/path_manager.py:79: UserWarning: Warning: The "
+            "/usr/local/Ascend/ascend-toolkit/latest owner does not match the current user.",
+            "WARNING",
+        ),
+        ("(RayWorkerWrapper pid=1) WARNING 05-15 11:58:24 [engine.py:448] message", "WARNING"),
+        (NPU_OOM, "ERROR"),
+        ("[mindspore/lite/src/scheduler.cc:**] Schedule] Schedule graph to kernels failed.", None),
+        ("Warning-free text that only starts with the word", None),
+    ],
+)
+def test_the_level_a_line_was_logged_at(line, level):
+    pre = strip_prefix_info(line)
+    text = pre.text if parse_line(line).grammar == "plain" else line
+    assert line_level(parse_line(text), pre.level, text) == level
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_a_warning_line_does_not_head_over_a_later_error(tmp_path, engine):
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.engine.evaluate import signature_set
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    log = tmp_path / "job.log"
+    log.write_text(f"{LITE_WARNING}\nloading weights\n{NPU_OOM}\n", encoding="utf-8")
+    sigs = signature_set(load_catalogue())
+    spec = ScanSpec(sigs, engine="python") if engine == "python" else ScanSpec(sigs, grep_min_size=0)
+    res = scan_file(str(log), spec)
+    assert res.get("engine", "python").startswith(engine)
+    env = res["hits"]["ENV084"]
+    assert env["first"]["severity"] == "warning" and env["first"]["logged_as"] == "WARNING"
+    assert not env.get("loud")
+
+    r = run_cli("logs", "--json", str(log))
+    rep = json.loads(r.out)
+    assert rep["root_cause"]["rule"].startswith("MEM"), rep["root_cause"]
+    f = next(f for f in rep["findings"] if f["rule"] == "ENV084")
+    assert f["severity"] == "warning" and "(logged at WARNING level)" in f["message"]
+
+
+def test_alone_the_warning_line_still_heads_and_an_error_line_of_the_rule_keeps_it_an_error(tmp_path):
+    alone = tmp_path / "alone.log"
+    alone.write_text(LITE_WARNING + "\n", encoding="utf-8")
+    rep = json.loads(run_cli("logs", "--json", str(alone)).out)
+    assert rep["root_cause"]["rule"] == "ENV084"  # nothing else said what failed: the warning is the lead
+
+    # the same message once as a warning, once printed bare (as an error would be): the rule stays an error
+    twice = tmp_path / "twice.log"
+    twice.write_text(LITE_WARNING + "\n" + LITE_WARNING.removeprefix("WARNING ") + "\n", encoding="utf-8")
+    rep = json.loads(run_cli("logs", "--json", str(twice)).out)
+    f = next(f for f in rep["findings"] if f["rule"] == "ENV084")
+    assert f["severity"] == "error" and "logged at" not in f["message"]
+
+
+def test_an_info_progress_line_keeps_its_rules_severity(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(INFO_NAN + "\n", encoding="utf-8")
+    rep = json.loads(run_cli("logs", "--json", str(log)).out)
+    nan = [f for f in rep["findings"] if f["rule"].startswith("NUM")]
+    assert nan and all("logged at" not in f["message"] for f in nan)
+    assert any(f["severity"] == "error" for f in nan)
