@@ -173,6 +173,13 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
                     r"\d{4}-\d{2}-\d{2} [\d:,.]+\] [\w./-]+:\d+) >> ")),
     ("", re.compile(r"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d - (?P<lvl>INFO|WARNING|ERROR|DEBUG|CRITICAL) - [\w.]+ - ")),
     ("", re.compile(r"^\s*\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s*(?:\|\s*|- )?(?=\S)")),
+    # Python logging's `%(asctime)s - %(name)s - %(levelname)s - ` after its time stamp (GPUStack, LMDeploy):
+    # `gpustack.worker.serve_manager - ERROR - Error provisioning model instance …`, and without the name
+    ("", re.compile(r"^(?:[A-Za-z_][\w.]{0,100} - )?(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?=\S)")),
+    # ONNX Runtime's own logger: `[E:onnxruntime:Default, cann_call.cc:139 CannCall] ` (V/I/W/E/F)
+    ("", re.compile(r"^\s*\[(?P<lvl>[VIWEF]):onnxruntime:[^\]]{0,200}\] ")),
+    # Paddle Lite's `[F 12/20  9:56:17.932 …/lite/kernels/nnadapter/engine.cc:294 Engine] `
+    ("", re.compile(r"^\s*\[(?P<lvl>[EWIF]) \d{1,2}/\d{1,2}\s{1,3}\d{1,2}:\d\d:\d\d\.\d+ [^\]]{1,200}\] ")),
     # loguru's `| ERROR    | module:func:12 - ` after its time stamp
     ("", re.compile(r"^(?P<lvl>ERROR|WARNING|INFO|DEBUG|CRITICAL|SUCCESS)\s*\| [\w.:<>-]+ - ")),
     # `CRITICAL [vllm] `, `ERROR [engine] `: a level word, then the logger's name in brackets

@@ -6,6 +6,7 @@ a real log of tests/realworld/logs (the case named beside it)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,21 @@ def test_an_info_progress_line_keeps_its_rules_severity(tmp_path):
     nan = [f for f in rep["findings"] if f["rule"].startswith("NUM")]
     assert nan and all("logged at" not in f["message"] for f in nan)
     assert any(f["severity"] == "error" for f in nan)
+
+
+@pytest.mark.parametrize("engine", ["python", "auto"])
+def test_an_error_logged_before_a_cut_traceback_is_an_error_event(tmp_path, engine):
+    """GPUStack's `… - gpustack.worker.serve_manager - ERROR - Error provisioning …` (gpustack-3969, copied
+    exactly) is an error by its level even where no rule knows its message (every signature rule off here): the
+    fallback reads it, and the verdict is not "incomplete traceback" for the traceback cut after it."""
+    from msdoctor.checks.logs import open_traceback, unclassified_events
+    from msdoctor.facts.logs import collect
+    from msdoctor.wordinggen import stripped_catalogue
+
+    src = Path(__file__).resolve().parents[1] / "realworld" / "logs" / "gpustack-3969-failed-to-get-vllm-backend-image-910b3-2025"
+    log = tmp_path / "paste.log"
+    log.write_bytes((src / "log.txt").read_bytes())
+    facts, _ = collect([str(log)], stripped_catalogue(), engine=engine)
+    texts = [e["text"] for e in unclassified_events(facts)]
+    assert texts[:1] == ["Error provisioning model instance Qwen3-nntL6: Failed to get vLLM backend image"], texts
+    assert open_traceback(facts) is not None  # the cut traceback is still seen; the error line above says more

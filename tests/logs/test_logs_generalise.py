@@ -51,6 +51,17 @@ from tests.conftest import run_cli
         ("vllm-1  | ERROR 10-15 16:32:16 [core.py:708] EngineCore failed", "EngineCore failed", "ERROR", None),
         ("`RuntimeError: NPU out of memory.`", "RuntimeError: NPU out of memory.", None, None),
         ("CRITICAL [vllm] engine dead", "engine dead", "CRITICAL", None),
+        # Python logging's `name - LEVEL - ` after an ISO stamp with a zone (GPUStack; gpustack-3969), and
+        # without the name; ONNX Runtime's logger (onnxruntime-18807); Paddle Lite's (paddle-lite-9855)
+        ("2025-12-20 04:38:00.262558+08:00 - gpustack.worker.serve_manager - ERROR - Error provisioning model "
+         "instance Qwen3-nntL6: Failed to get vLLM backend image",
+         "Error provisioning model instance Qwen3-nntL6: Failed to get vLLM backend image", "ERROR", None),
+        ("2024-05-01 10:00:00,123 - WARNING - slow", "slow", "WARNING", None),
+        ("2023-12-13 20:11:34.351330063 [E:onnxruntime:Default, cann_call.cc:139 CannCall] CANN failure 500001: "
+         "ACL_ERROR_FAILURE ; NPU=0", "CANN failure 500001: ACL_ERROR_FAILURE ; NPU=0", "ERROR", None),
+        ("[F 12/20  9:56:17.932 ...e-v2.11/lite/kernels/nnadapter/engine.cc:294 Engine] Check failed: "
+         "(device_names.size() > 0): 0!>0 No device specified.",
+         "Check failed: (device_names.size() > 0): 0!>0 No device specified.", "CRITICAL", None),
         # Ray's de-duplication note after a repeated worker line
         ("(MegatronTrainRayActor pid=3848117) RuntimeError: x [repeated 7x across cluster]", "RuntimeError: x", None, None),
     ],
