@@ -194,7 +194,13 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
     # are taken in file order — the header says what failed, later lines how it was reached — except that the
     # block's generic device-exception report yields to a rule that refines it (BLOCK_GENERIC, as a rank's root
     # event does in checks/logs.py::_most_specific)
-    return min(cands, key=lambda f: (f.severity.rank_order, bool((f.data.get("cann") or {}).get("internal")), role(f),
+    def weak_code(f: Finding) -> int:
+        # a code the data does not list says only its family ("the runtime reported a failure"), an internal
+        # catch-all (E*9999) less: both yield to any line a rule read for what it says
+        cann = f.data.get("cann") or {}
+        return 2 if cann.get("internal") else (1 if cann and not cann.get("known") else 0)
+
+    return min(cands, key=lambda f: (f.severity.rank_order, weak_code(f), role(f),
                                      f.rule in generic, not names_culprit(f), f.data.get("first_time") or float("inf"),
                                      f.rule in BLOCK_GENERIC, first_line(f), f.rule))  # fmt: skip
 
