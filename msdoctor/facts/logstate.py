@@ -417,7 +417,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if matches or rec.grammar != "plain":
         st.recognised += 1
     classified = False
-    level = line_level(rec, prefix_level, text)
+    level = line_level(rec, prefix_level, text) if matches else None  # only a rule's line needs its level
     quiet = level in QUIET_LEVELS
     for sm in matches:
         rule = sm.rule
