@@ -64,7 +64,32 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="watch the run in the terminal UI (msdoctor monitor); closing it leaves the job running")
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[:2])
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
+    """A port msrun's scheduler can listen on: bindable now and outside the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` comes from the ephemeral range, the same range every outgoing
+    connection on the host takes its source port from: between this check and msrun's own bind another
+    process's connection can take it (a resumed e2e run failed once on a busy CI host with no other trace).
+    Ports below the range are only ever taken by a listener that asked for them."""
+    import random
+
+    lo, _hi = _ephemeral_range()
+    candidates = list(range(20000, lo)) if lo > 20100 else []
+    for port in random.sample(candidates, min(len(candidates), 50)):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -39,6 +39,14 @@ def log(run_dir, name: str) -> str:
     return (run_dir / "logs" / name).read_text(errors="replace")
 
 
+def _failure(run_dir, r) -> str:
+    """What a failed run left: its stdout (rank summaries, findings), stderr and each worker log's end."""
+    parts = [r.out[-3000:], r.err[-2000:]]
+    for p in sorted((run_dir / "logs").glob("*.log")):
+        parts.append(f"--- {p.name}\n" + p.read_text(errors="replace")[-2500:])
+    return "\n".join(parts)
+
+
 def test_clean_run_learns_and_writes_the_run_directory(train_run):
     run_dir, res = train_run("clean")
     assert res.rc == 0, res.err[-3000:]
@@ -77,7 +85,7 @@ def test_crash_exits_then_resume_continues_exactly(train_run, tmp_path):
     copy = tmp_path / "resumed"
     shutil.copytree(run_dir, copy)
     r = run_cli("train", "--run-dir", str(copy), "--resume", "--steps", "8", timeout=300)
-    assert r.rc == 0, r.err[-3000:]
+    assert r.rc == 0, _failure(copy, r)
     # The latest complete checkpoint: step 4 when rank 0 finished saving it before msrun killed it, step 2
     # when rank 1 (which saves nothing) reached its crash first on a loaded host — the resume must take
     # whichever is the latest complete one, never a partial save.

@@ -31,10 +31,16 @@ def test_tracker_ends_the_children_a_killed_launcher_leaves_behind():
     assert not [p for p in children if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
 
 
-def test_free_port_is_bindable():
-    port = free_port()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", port))
+def test_free_port_is_bindable_and_outside_the_ephemeral_range():
+    from msdoctor.commands.train import _ephemeral_range
+
+    lo, hi = _ephemeral_range()
+    ports = {free_port() for _ in range(5)}
+    for port in ports:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+        assert not lo <= port <= hi, (port, lo, hi)  # an outgoing connection's source port could take it
+    assert len(ports) > 1  # drawn at random: two runs started together do not race for one port
 
 
 def test_summary_per_rank_from_events(tmp_path):
