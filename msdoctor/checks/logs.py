@@ -460,6 +460,9 @@ def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                                  "runner_up": c.runner_up, "runner_up_score": c.runner_up_score, "block": block}})  # fmt: skip
 
 
+WEAK_GUESS = 0.8  # below it the guess is right about half the time (bench/wording.py): the message says "weak"
+
+
 @check_params(area=str)
 def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """X097: when neither a rule nor the keyword fallback names the first errors, a GUESS (info) at their area
@@ -470,7 +473,8 @@ def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         return
     e, g = found
     words = ", ".join(f"`{w}`" for w in g.words)
-    msg = (f"a guess, not a diagnosis: no rule or keyword list recognises this error; its words ({words}) are "
+    weak = "a weak guess" if g.probability < WEAK_GUESS else "a guess"
+    msg = (f"{weak}, not a diagnosis: no rule or keyword list recognises this error; its words ({words}) are "
            f"those of {g.area} errors (probability {g.probability:.2f} by word statistics"
            f"{f'; next {g.runner_up}' if g.runner_up else ''}): `{_quote(e)}` ({e.get('file')}:{e.get('line')})")  # fmt: skip
     yield Hit(message=msg, evidence=tuple(x for x in (_ev(e),) if x), rank=e.get("prank"), step=None,

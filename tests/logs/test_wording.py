@@ -69,11 +69,12 @@ def test_shipped_model_is_current() -> None:
     assert wordinggen.OUT.read_text(encoding="utf-8") == wordinggen.current(), "run python -m msdoctor.wordinggen"
 
 
-def test_build_keeps_only_concentrated_words() -> None:
+def test_build_keeps_words_seen_twice_and_with_min_share_only_concentrated_ones() -> None:
     docs = [("COMM", {"socket", "failed"}), ("COMM", {"socket", "failed"}), ("DATA", {"dataset", "failed"}),
             ("DATA", {"dataset", "failed"}), ("MEM", {"failed", "once"}), ("MEM", {"failed"})]  # fmt: skip
-    df = wordinggen.build(docs)["df"]
-    assert set(df) == {"socket", "dataset"}  # `failed` is in every area; `once` is seen once
+    assert set(wordinggen.build(docs)["df"]) == {"socket", "dataset", "failed"}  # `once` is seen once
+    concentrated = wordinggen.build(docs, {**wordinggen.PARAMS, "min_share": 0.5})["df"]
+    assert set(concentrated) == {"socket", "dataset"}  # `failed` is in every area
 
 
 # The corpus case mindocr-136-rec-lmdb-dataset-empty-index-0-out-of-bounds-2023 served here first; its own words (`IndexError: index 0 is out of bounds for axis 0 with size 0`) are too few to keep a
