@@ -67,6 +67,7 @@ def signature_findings(hits: list[dict[str, Any]]) -> list[Finding]:
             # itself, so an error line elsewhere heads the verdict before it
             f.severity = Severity.WARNING
             f.message += f" (logged at {firsts[0]['logged_as']} level)"
+            f.data["logged_as"] = str(firsts[0]["logged_as"])
         if info is not None:  # the code's own fix (or its family's) is more precise than the generic rule's
             f.fix = f"{info.fix} Confirm: {info.confirm}".strip()
         f.count = int(h["count"])
@@ -247,14 +248,17 @@ def _area(rule: str | None) -> str:
 
 def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
     """The verdict is a first-error headline that is a consequence of something else (or a warning that is not
-    a root cause): an error no rule knows, classified by its wording, says more. A warning that is a root
-    cause (parameters not loaded, an overflow) keeps the headline: what fails after it may follow from it."""
+    a root cause, or an error rule's line that its own program logged at WARNING level): an error no rule knows,
+    classified by its wording, says more. A warning rule that is a root cause (parameters not loaded, an
+    overflow) keeps the headline: what fails after it may follow from it."""
     if rc.get("verdict") != "first-error":
         return False
     head = next((f for f in findings if f.rule == rc.get("rule")), None)
     if head is None:
         return False
     role = head.data.get("role")
+    if head.data.get("logged_as"):
+        return True  # an error rule's line its program logged as a warning: an error line after it says more
     return role == "consequence" or (head.severity.value == "warning" and role not in ("root", None))
 
 

@@ -114,3 +114,33 @@ def test_an_error_logged_before_a_cut_traceback_is_an_error_event(tmp_path, engi
     texts = [e["text"] for e in unclassified_events(facts)]
     assert texts[:1] == ["Error provisioning model instance Qwen3-nntL6: Failed to get vLLM backend image"], texts
     assert open_traceback(facts) is not None  # the cut traceback is still seen; the error line above says more
+
+
+# hiascend-forum-mindspore-2.2-gpu-nccl-world-group-create-comm-failed-cuda-11.8-2023: MindSpore's own [ERROR] lines
+COMM_GROUP_ERRORS = (
+    "[ERROR] DISTRIBUTED(27927,7f62a2055700,python3):2023-11-06-11:06:57.379.827 [mindspore/ccsrc/distributed/collective/"
+    "collective_manager.cc:86] operator()] Failed to execute function asynchronously\n"
+    "[ERROR] DISTRIBUTED(27927,7f638229a740,python3):2023-11-06-11:06:57.379.867 [mindspore/ccsrc/distributed/collective/"
+    "collective_manager.cc:285] CreateCommunicationGroup] Failed to create comm group on device side for nccl_world_group\n"
+)  # fmt: skip
+
+
+def test_an_error_no_rule_knows_heads_over_a_line_logged_at_warning(tmp_path, monkeypatch, capsys):
+    """An error rule's line that its program logged at WARNING (ENV084 here) is weak beside an [ERROR] line that
+    no rule reads: the error's wording (X099) heads. COMM092, the rule that now reads these lines, is taken out of
+    the catalogue so that they are an error no rule knows, as they were before it existed."""
+    from msdoctor import cli
+    from msdoctor.engine import catalogue as cat_mod
+    from msdoctor.engine.catalogue import Catalogue
+
+    full = cat_mod.load_catalogue()
+    without = Catalogue([r for r in full if r.id != "COMM092"])
+    monkeypatch.setattr("msdoctor.commands.logs.load_catalogue", lambda: without)
+    log = tmp_path / "job.log"
+    log.write_text(LITE_WARNING + "\n" + COMM_GROUP_ERRORS, encoding="utf-8")
+    cli.main(["logs", "--json", str(log)])
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["root_cause"]["rule"] == "COMM099", rep["root_cause"]
+    assert rep["root_cause"]["classified_by"] == "wording"
+    env = next(f for f in rep["findings"] if f["rule"] == "ENV084")
+    assert env["severity"] == "warning" and env["data"]["logged_as"] == "WARNING"
