@@ -460,7 +460,7 @@ def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
                                  "runner_up": c.runner_up, "runner_up_score": c.runner_up_score, "block": block}})  # fmt: skip
 
 
-WEAK_GUESS = 0.8  # below it the guess is right about half the time (bench/wording.py): the message says "weak"
+WEAK_GUESS = 0.9  # below it the guess was right less than half the time (bench/wording.py): the message says "weak"
 
 
 @check_params(area=str)

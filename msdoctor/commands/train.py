@@ -77,8 +77,9 @@ def free_port() -> int:
 
     A port the kernel hands out for ``bind(0)`` comes from the ephemeral range, the same range every outgoing
     connection on the host takes its source port from: between this check and msrun's own bind another
-    process's connection can take it (a resumed e2e run failed once on a busy CI host with no other trace).
-    Ports below the range are only ever taken by a listener that asked for them."""
+    process's connection can take it (a resumed e2e run failed once on a busy CI host; its log kept no cause, and
+    this race is the candidate that fits). Ports below the range are only ever taken by a listener that asked for
+    them."""
     import random
 
     lo, _hi = _ephemeral_range()

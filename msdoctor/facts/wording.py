@@ -11,9 +11,10 @@ no area votes weakly either way), and at least two must vote; generic words ("fa
 `ERR00100 PTA call acl api failed`) are stop words and say nothing.
 
 Its answer is a GUESS, never a verdict: the finding (rules X097) is `info`, it never heads the report, and
-the message names the words that voted. Measured (bench/classifier.py, leave-one-case-out on the corpus and
-on the blind sets): on errors the keyword lists leave undecided it answers nine times in ten and is right
-about two times in three (more often above p 0.8, the message calls a guess under it weak); see bench/RESULTS.md.
+the message names the words that voted. Measured (bench/wording.py, leave-one-case-out on the corpus and on
+the sealed blind sets): on errors the keyword lists leave undecided it answers nine times in ten and is right
+about two times in three (about three in four above p 0.9, under half below it: the message calls a guess
+under 0.9 weak); see bench/RESULTS.md.
 """
 
 from __future__ import annotations
