@@ -36,6 +36,7 @@ from msdoctor.facts.logstate import (
     _mostly_binary,
     _summary,
     frames_before,
+    has_web_spaces,
     resolve_progress,
     ts_before,
 )
@@ -213,6 +214,10 @@ def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanS
             os.close(fd)
             results[path] = {"path": path, "kind": file_kind(path), "readable": False, "size": size,
                              "skipped": [{"file": path, "reason": "binary content (not a text log)"}]}  # fmt: skip
+            continue
+        if has_web_spaces(head):  # text copied out of a web page: grep's anchors expect the log's own spaces
+            os.close(fd)
+            results[path] = scan_file(path, ScanSpec(spec.sigs, engine="python"))
             continue
         live[os.fsencode(path)] = _Open(path, fd, size, head)
     try:

@@ -41,8 +41,10 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     _mostly_binary,
     _summary,
     frames_before,
+    has_web_spaces,
     resolve_progress,
     ts_before,
+    web_spaces,
 )
 
 BLOCK = 1 << 20  # bytes per read
@@ -207,6 +209,8 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
 def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> int:
     """Process the candidate lines of one block; returns the line count after the block."""
     rx = spec.prefilter
+    if has_web_spaces(block):
+        block = web_spaces(block)
     pos = 0
     counted = 0  # newlines counted up to this offset
     n = len(block)

@@ -201,6 +201,22 @@ class _FileState:
         else:
             self.recent.append(ev)
 
+# Text copied out of a web page carries its typography: no-break spaces (U+00A0, `&nbsp;`) and ideographic
+# spaces (U+3000) where the log had spaces, zero-width spaces (U+200B) inside words. Every rule's regex was
+# written for the log's own bytes, so such text is read as the log had it (newlines untouched: the line
+# numbers stay the file's). grep cannot do this: a file whose head has them is read by the Python engine.
+WEB_SPACES = ((b"\xc2\xa0", b" "), (b"\xe3\x80\x80", b" "), (b"\xe2\x80\x8b", b""))
+
+
+def has_web_spaces(data: bytes) -> bool:
+    return any(old in data for old, _new in WEB_SPACES)
+
+
+def web_spaces(data: bytes) -> bytes:
+    for old, new in WEB_SPACES:
+        data = data.replace(old, new)
+    return data
+
 def _decode(raw: bytes, st: _FileState) -> str:
     try:
         return raw.decode("utf-8")

@@ -161,6 +161,22 @@ def test_a_message_wrapped_over_two_lines_is_read_whole(tmp_path, spec, engine):
     assert hit["groups"] == {"peer": "24"} and hit["line"] == 2
 
 
+@pytest.mark.parametrize("engine", ["python", "grep"])
+@pytest.mark.parametrize("space", ["\u00a0", "\u3000"])
+def test_text_copied_from_a_web_page_is_read_as_the_log_had_it(tmp_path, spec, engine, space):
+    # a paste out of a rendered page: no-break (or ideographic) spaces where the log had spaces, a zero-width
+    # space inside a word; the line numbers stay the file's
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
+    hits = []
+    for text in (EI0002_ONE_PROCESS, EI0002_ONE_PROCESS.replace(" ", space).replace("Notify", "No\u200btify")):
+        f = tmp_path / "paste.log"
+        f.write_text("copied from the issue page\n" + text, encoding="utf-8")
+        hits.append(scan_file(str(f), s)["hits"]["COMM021"]["first"])
+    assert hits[1]["groups"] == {"peer": "24"} and hits[1]["line"] == hits[0]["line"]
+
+
 def test_the_grep_engine_depends_on_the_state_machine_not_on_the_python_engine():
     import ast
     from pathlib import Path
