@@ -398,3 +398,21 @@ def test_yolo_dataset_list_without_images_is_data(tmp_path):
     log = tmp_path / "yolo.log"
     log.write_text(YOLO_NO_IMAGES + "\n", encoding="utf-8")
     assert run_cli("logs", "--json", str(log)).json()["root_cause"]["rule"] == "DATA019"
+
+
+def test_acl_2000xx_codes_other_than_bad_alloc_are_setup_faults_not_memory(tmp_path):
+    # acl_base.h: only 200000 (ACL_ERROR_BAD_ALLOC) is an allocation failure; 200001-200006 are an API, device,
+    # alignment or stream/context handle that does not fit. CANN 7.0.0 PyTorch migration guide AImpug_000152
+    # (a thread that switched NPU devices): the exit-time synchronize fails with 200005 after ExchangeDevice 500000.
+    assert lookup("200000").rule == "MEM040"  # type: ignore[union-attr]
+    assert lookup("200005").rule == "ENV050" and "RESOURCE_HANDLE" in lookup("200005").meaning  # type: ignore[union-attr]
+    assert {lookup(str(c)).rule for c in range(200001, 200007)} == {"ENV050"}  # type: ignore[union-attr]
+    line = "RuntimeError: npuSynchronizeDevice:/***/code/pytorch/c10/npu/NPUStream.cpp:776 NPU error, error code is 200005."
+    assert "MEM040" not in fired(line)
+    log = tmp_path / "paste.log"
+    log.write_text(
+        "……\n"
+        "RuntimeError : ExchangeDevice:/home/***/pytorch/c10/npu/sys_ctrl/npu_sys_ctrl.cpp:56 NPU error, error code is 500000\n"
+        "Error in atexit._run_exitfuncs:\n"
+        "……\n" + line + "\n", encoding="utf-8")  # fmt: skip
+    assert run_cli("logs", "--json", str(log)).json()["root_cause"]["rule"] == "ENV736"
