@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -105,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
 def write(text: str) -> None:
     head = "## Real-world logs, fallback classifier"
     old = realworld.RESULTS.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(head) + r".*?(?=\n## |\Z)", re.S)
-    body = f"{head}\n\n{text}\n"
+    # the measured figure is replaced; the section's history (from its "History" paragraph on) is kept
+    pattern = re.compile(re.escape(head) + r".*?(?=\n\nHistory \(|\n## |\Z)", re.S)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    body = (f"{head}\n\nMeasured {stamp}, `python bench/classifier.py --write` (every signature rule's verdict ignored; "
+            f"the first error\nline of each case and up to two error lines of its block, classified only by wording):\n\n{text}\n")
     new = pattern.sub(body.rstrip("\n"), old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + body
     realworld.RESULTS.write_text(new, encoding="utf-8")
 
