@@ -93,7 +93,7 @@ BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or 
 PASTE_ERROR_RE = re.compile(r"(?i:\b(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
                             r"invalid|unreachable|refused|denied|time(?:d)? ?out|timeout|not (?:available|found|"
                             r"supported|exist|visible)|does not exist|no such|killed|segmentation fault|panic|has no attribute|"
-                            r"no module named)\b)|"
+                            r"no module named|is null|null ?pointer)\b)|"
                             r"\bWARN(?:ING)?\b")  # fmt: skip
 
 _DIGITS = re.compile(r"\d+")

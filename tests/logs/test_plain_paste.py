@@ -18,11 +18,13 @@ from tests.conftest import run_cli
 BARE = "torch_npu detected, but NPU device is not available or visible"
 # mindspore-faq-nccl-connect-network-unreachable-socket-ifname-2022
 NCCL_WARN = "include/socket.h:403 NCCL WARN Connect to XXX failed: Network is unreachable"
+# mindspore-faq-cpu-pc-device-target-ascend-pointer-session-null-2022: MindSpore's null-pointer check, no other word
+NULL_POINTER = "the pointer[session] is null"
 # mindspeed-faq-torch-extensions-stale-lock-hang-2024: no error word
 NO_ERROR = "Using ~/.cache/torch_extensions/py38_cpu as PyTorch extensions root..."
 
 
-@pytest.mark.parametrize("line", [BARE, NCCL_WARN])
+@pytest.mark.parametrize("line", [BARE, NCCL_WARN, NULL_POINTER])
 def test_a_bare_error_line_is_read_when_no_rule_knows_it(tmp_path: Path, line: str) -> None:
     f = tmp_path / "paste.txt"
     f.write_text(line + "\n", encoding="utf-8")
