@@ -39,6 +39,7 @@ from msdoctor.facts.logstate import (
     has_web_spaces,
     resolve_progress,
     ts_before,
+    wrap_width,
 )
 
 GREP_MAX_AS = 128 << 20  # grep's address space: a line it cannot hold makes it fail ("memory exhausted")
@@ -215,7 +216,8 @@ def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanS
             results[path] = {"path": path, "kind": file_kind(path), "readable": False, "size": size,
                              "skipped": [{"file": path, "reason": "binary content (not a text log)"}]}  # fmt: skip
             continue
-        if has_web_spaces(head):  # text copied out of a web page: grep's anchors expect the log's own spaces
+        if has_web_spaces(head) or wrap_width(head[:65536]):  # a web copy or a hard-wrapped paste: grep's
+            # anchors expect the log's own spaces and whole lines; the Python engine reads it as the log had it
             os.close(fd)
             results[path] = scan_file(path, ScanSpec(spec.sigs, engine="python"))
             continue

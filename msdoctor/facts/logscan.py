@@ -40,15 +40,18 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     _handle,
     _mostly_binary,
     _summary,
+    dewrap,
     frames_before,
     has_web_spaces,
     resolve_progress,
     ts_before,
     web_spaces,
+    wrap_width,
 )
 
 BLOCK = 1 << 20  # bytes per read
 MAX_LINE = 1 << 20  # bytes of one line that are scanned; the rest of a longer line is counted and dropped
+WRAP_MAX = 4 << 20  # a hard-wrapped paste is looked for up to this size (a bigger file is a log, not a paste)
 MAX_DECOMPRESSED = 1 << 30  # bytes read from one compressed file; beyond it the file is reported cut
 
 
@@ -188,6 +191,8 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
                         out["readable"] = False
                         out["size"] = size
                         return out
+                    if size <= WRAP_MAX:
+                        st.wrap_width = wrap_width(head[:65536])
                 truncated = truncated or cut
                 lineno = _scan_block(st, spec, block, lineno)
                 if cut:
@@ -196,6 +201,8 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
         out["skipped"].append({"file": path, "reason": f"read stopped at line {lineno} ({exc})"})
     resolve_progress(st)
     out.update(_summary(st, head, size, lineno))
+    if st.wrap_width:
+        out["wrap_width"] = st.wrap_width
     if (truncated and not limits.capped) or limits.open_line:
         out["skipped"].append({"file": path, "line": lineno, "reason": "last line has no newline (file truncated?)"})
     out["skipped"].extend(limits.skipped(path, lineno))
@@ -211,6 +218,8 @@ def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> in
     rx = spec.prefilter
     if has_web_spaces(block):
         block = web_spaces(block)
+    if st.wrap_width:
+        block = dewrap(block, st.wrap_width)
     pos = 0
     counted = 0  # newlines counted up to this offset
     n = len(block)

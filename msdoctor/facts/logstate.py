@@ -156,6 +156,7 @@ class _FileState:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.wrap_width: int | None = None  # the column a hard-wrapped paste was cut at (its lines are re-joined)
         self.hits: dict[str, dict[str, Any]] = {}  # rule id → {count, first, last}
         self.first_events: list[dict[str, Any]] = []
         self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_RECENT)
@@ -216,6 +217,50 @@ def web_spaces(data: bytes) -> bytes:
     for old, new in WEB_SPACES:
         data = data.replace(old, new)
     return data
+
+# A paste copied out of a terminal (or a fixed-width page) is hard-wrapped: every long line cut at the same column,
+# mid-word, so a phrase a rule needs can sit half on each line. The width is read from the text itself: the
+# longest line length, reached by at least three different lines, at least one of them cut inside a word
+# (word characters on both sides of the cut). Lines of that width are joined with the lines that continue them;
+# the joined line takes the first line's place and empty lines the others', so every line number stays the file's.
+WRAP_MIN = 60  # narrower "widths" are ordinary short lines
+NEW_RECORD_RE = re.compile(r"^\s*(?:\[?(?:ERROR|WARNING|INFO|DEBUG|CRITICAL|EXCEPTION|TRACE)\b|\[?\d{4}-\d{2}-\d{2}|Traceback "
+                           r"|File \"|\[rank\d+\]|\(\w[\w ]{0,40}pid=\d+|[EWIF]\d{4} )")  # fmt: skip
+
+
+def wrap_width(head: bytes) -> int | None:
+    """The column a hard-wrapped paste was cut at, or None (read from the file's first bytes)."""
+    lines = [ln.rstrip("\r") for ln in head.decode("utf-8", "replace").split("\n")[:-1]]
+    if len(lines) < 4:
+        return None
+    width = max(len(ln) for ln in lines)
+    if width < WRAP_MIN:
+        return None
+    cut = [i for i, ln in enumerate(lines[:-1]) if len(ln) == width]
+    if len({lines[i] for i in cut}) < 3:
+        return None
+    if any(not lines[i + 1].strip() or NEW_RECORD_RE.match(lines[i + 1]) or lines[i + 1][:8] == lines[i][:8] for i in cut):
+        return None  # followed by a blank, a new record, or a line that starts as it does: records that share a length
+    if not any(lines[i][-1:].isalnum() and lines[i + 1][:1].isalnum() for i in cut):
+        return None
+    return width
+
+
+def dewrap(block: bytes, width: int) -> bytes:
+    """Join the lines of ``block`` cut at ``width`` with their continuation lines, keeping the line count."""
+    lines = block.split(b"\n")
+    out: list[bytes] = []
+    i = 0
+    while i < len(lines):
+        parts = [lines[i]]
+        while (len(parts[-1].rstrip(b"\r").decode("utf-8", "replace")) == width and i + len(parts) < len(lines)
+               and lines[i + len(parts)].strip()):  # fmt: skip
+            parts[-1] = parts[-1].rstrip(b"\r")
+            parts.append(lines[i + len(parts)])
+        out.append(b"".join(parts))
+        out.extend([b""] * (len(parts) - 1))
+        i += len(parts)
+    return b"\n".join(out)
 
 def _decode(raw: bytes, st: _FileState) -> str:
     try:

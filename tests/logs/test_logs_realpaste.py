@@ -177,6 +177,47 @@ def test_text_copied_from_a_web_page_is_read_as_the_log_had_it(tmp_path, spec, e
     assert hits[1]["groups"] == {"peer": "24"} and hits[1]["line"] == hits[0]["line"]
 
 
+CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"
+
+
+def _hard_wrap(text: str, width: int) -> str:
+    out = []
+    for line in text.splitlines():
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+@pytest.mark.parametrize("width", [100, 120])  # both cut `halMemAlloc failed: device_id=7, size=…` in two
+def test_a_paste_hard_wrapped_at_a_terminal_width_is_read_whole(tmp_path, spec, engine, width):
+    # cann-doc-tfmigr-89: the plog lines of a device OOM, `halMemAlloc failed: device_id=7, size=…` among them;
+    # cut at a terminal's width the phrase falls across two lines, and no single line holds it
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    text = (CORPUS / "cann-doc-tfmigr-89-devmm-heap-alloc-managed-out-of-memory-2021" / "log.txt").read_text(encoding="utf-8")
+    s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
+    f = tmp_path / "paste.log"
+    f.write_text(_hard_wrap(text, width), encoding="utf-8")
+    out = scan_file(str(f), s)
+    hit = out["hits"]["MEM014"]["first"]
+    assert out["wrap_width"] == width and hit["groups"]["device"] == "7"
+    wrapped = f.read_text(encoding="utf-8").splitlines()
+    assert not any("halMemAlloc failed" in line for line in wrapped)  # no single line holds the phrase
+    assert hit["line"] == 1 and out["lines"] == len(wrapped)  # the paste's one line, re-joined; numbering kept
+
+
+def test_records_of_one_length_are_not_taken_for_a_hard_wrap():
+    # fms-274: torchrun's `W0527 09:20:36.762000 … Sending process 96485 closing signal SIGTERM` lines all have
+    # the same length; they are records, not one line cut at a width
+    from msdoctor.facts.logstate import wrap_width
+
+    head = (CORPUS / "fms-274-number-of-heads-not-divisible-by-world-size-tp-2024" / "log.txt").read_bytes()
+    assert wrap_width(head) is None
+
+
 def test_the_grep_engine_depends_on_the_state_machine_not_on_the_python_engine():
     import ast
     from pathlib import Path
