@@ -29,6 +29,7 @@ from msdoctor.facts.logstate import (
     GENERIC_MARKER_PATTERNS,
     HEAD,
     TS_BYTES_RE,
+    WRAP_MAX,
     ScanSpec,
     _decode,
     _FileState,
@@ -216,7 +217,7 @@ def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanS
             results[path] = {"path": path, "kind": file_kind(path), "readable": False, "size": size,
                              "skipped": [{"file": path, "reason": "binary content (not a text log)"}]}  # fmt: skip
             continue
-        if has_web_spaces(head) or wrap_width(head[:65536]):  # a web copy or a hard-wrapped paste: grep's
+        if has_web_spaces(head) or (size <= WRAP_MAX and wrap_width(head[:65536])):  # a web copy or a hard-wrapped paste: grep's
             # anchors expect the log's own spaces and whole lines; the Python engine reads it as the log had it
             os.close(fd)
             results[path] = scan_file(path, ScanSpec(spec.sigs, engine="python"))

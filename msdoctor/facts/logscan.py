@@ -32,6 +32,7 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     KEEP_RECENT,
     MAX_TEXT,
     TS_BYTES_RE,
+    WRAP_MAX,
     BannerLookup,
     ScanSpec,
     TsLookup,
@@ -51,7 +52,6 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
 
 BLOCK = 1 << 20  # bytes per read
 MAX_LINE = 1 << 20  # bytes of one line that are scanned; the rest of a longer line is counted and dropped
-WRAP_MAX = 4 << 20  # a hard-wrapped paste is looked for up to this size (a bigger file is a log, not a paste)
 MAX_DECOMPRESSED = 1 << 30  # bytes read from one compressed file; beyond it the file is reported cut
 
 

@@ -224,6 +224,7 @@ def web_spaces(data: bytes) -> bytes:
 # (word characters on both sides of the cut). Lines of that width are joined with the lines that continue them;
 # the joined line takes the first line's place and empty lines the others', so every line number stays the file's.
 WRAP_MIN = 60  # narrower "widths" are ordinary short lines
+WRAP_MAX = 4 << 20  # a hard-wrapped paste is looked for up to this size (a bigger file is a log, not a paste)
 NEW_RECORD_RE = re.compile(r"^\s*(?:\[?(?:ERROR|WARNING|INFO|DEBUG|CRITICAL|EXCEPTION|TRACE)\b|\[?\d{4}-\d{2}-\d{2}|Traceback "
                            r"|File \"|\[rank\d+\]|\(\w[\w ]{0,40}pid=\d+|[EWIF]\d{4} )")  # fmt: skip
 

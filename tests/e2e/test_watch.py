@@ -169,7 +169,17 @@ def test_seed_mismatch_at_step_0(run):
     assert not [x for x in p["findings"] if x["rule"] == "PAR201"]  # drift after a bad init is not re-reported
 
 
+def _host_noise(f: dict) -> bool:
+    """A straggler warning a shared host can cause in a clean run: on a 2-core CI host beside other xdist jobs,
+    rank 0 (which also writes the checkpoints, checksums and the run's events) can be truly slower than rank 1 by
+    more than PERF201's 10 % (a CI run reported it once); the injected straggler adds 1 s per step, far above."""
+    return f.get("rule") == "PERF201" and float((f.get("data") or {}).get("excess_s", 1e9)) < 0.5
+
+
 def test_clean_run_has_no_live_finding(run):
     run_dir, res, _ = run("clean")
     assert res.rc == 0, res.err[-2000:]
-    assert _run_findings(_report(run_dir)) == [] and _live(run_dir) == []
+    report = [f for f in _report(run_dir)["findings"] if f["rule"][-3] == "2"]
+    noisy = {f["rank"] for f in report if _host_noise(f)}  # the live record of it carries no excess: by its rank
+    assert [f for f in report if not _host_noise(f)] == []
+    assert [f for f in _live(run_dir) if not (f.get("rule") == "PERF201" and f.get("rank") in noisy)] == []
