@@ -203,20 +203,40 @@ class _FileState:
             self.recent.append(ev)
 
 # Text copied out of a web page carries its typography: no-break spaces (U+00A0, `&nbsp;`) and ideographic
-# spaces (U+3000) where the log had spaces, zero-width spaces (U+200B) inside words. Every rule's regex was
-# written for the log's own bytes, so such text is read as the log had it (newlines untouched: the line
-# numbers stay the file's). grep cannot do this: a file whose head has them is read by the Python engine.
+# spaces (U+3000) where the log had spaces, zero-width spaces (U+200B) inside words, and, from a page's source,
+# HTML character references (`&lt;`, `&quot;`, `&#39;`, `&#x27;`) where the log had `<`, `"`, `'`. Every rule's
+# regex was written for the log's own bytes, so such text is read as the log had it (newlines untouched: a
+# reference to a line break or another control character becomes a space, so the line numbers stay the file's).
+# grep cannot do this: a file whose head has them is read by the Python engine.
 WEB_SPACES = ((b"\xc2\xa0", b" "), (b"\xe3\x80\x80", b" "), (b"\xe2\x80\x8b", b""))
+ENTITY_RE = re.compile(rb"&(?:lt|gt|amp|quot|apos|nbsp|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
+ENTITIES = {b"lt": b"<", b"gt": b">", b"amp": b"&", b"quot": b'"', b"apos": b"'", b"nbsp": b" "}
+
+
+def _entity(m: re.Match[bytes]) -> bytes:
+    name = m.group(0)[1:-1]
+    if name in ENTITIES:
+        return ENTITIES[name]
+    try:
+        ch = chr(int(name[2:], 16) if name[1:2] in b"xX" else int(name[1:]))
+    except (ValueError, OverflowError):
+        return m.group(0)
+    if ch.isspace() or not ch.isprintable():
+        return b" "  # a line break or a control character: a space keeps the line count
+    try:
+        return ch.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return m.group(0)
 
 
 def has_web_spaces(data: bytes) -> bool:
-    return any(old in data for old, _new in WEB_SPACES)
+    return any(old in data for old, _new in WEB_SPACES) or ENTITY_RE.search(data) is not None
 
 
 def web_spaces(data: bytes) -> bytes:
     for old, new in WEB_SPACES:
         data = data.replace(old, new)
-    return data
+    return ENTITY_RE.sub(_entity, data)
 
 # A paste copied out of a terminal (or a fixed-width page) is hard-wrapped: every long line cut at the same column,
 # mid-word, so a phrase a rule needs can sit half on each line. The width is read from the text itself: the

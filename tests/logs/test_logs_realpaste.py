@@ -177,6 +177,23 @@ def test_text_copied_from_a_web_page_is_read_as_the_log_had_it(tmp_path, spec, e
     assert hits[1]["groups"] == {"peer": "24"} and hits[1]["line"] == hits[0]["line"]
 
 
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_html_character_references_of_a_page_source_are_read_as_the_log_had_them(tmp_path, spec, engine):
+    # a log copied out of a page's HTML source: quotes as `&#39;`/`&quot;`, `<` as `&lt;`; a reference to a line
+    # break becomes a space, so the line numbers stay the file's
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+    from msdoctor.facts.logstate import web_spaces
+
+    assert web_spaces(b"&lt;module&gt; &quot;x&quot; &#x27;y&#39; &amp;lt; a&#10;b &#99999999;") == \
+        b"<module> \"x\" 'y' &lt; a b &#99999999;"
+    s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
+    f = tmp_path / "paste.log"
+    f.write_text("Traceback (most recent call last):&#10;\n  File &quot;train.py&quot;, line 3, in &lt;module&gt;\n"
+                 "ModuleNotFoundError: No module named &#39;te&#39;\n", encoding="utf-8")
+    hit = scan_file(str(f), s)["hits"]["ENV004"]["first"]
+    assert hit["groups"] == {"module": "te"} and hit["line"] == 3
+
+
 CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"
 
 
