@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +40,24 @@ TASK_TIMEOUT_RE = re.compile(r"\b50704[678]\b|\b507034\b|\b107020\b|fftsplus tim
                              r"internal task times out|stream sync(?:hronize)? time(?:d )?out", re.I)  # fmt: skip
 
 
+# The runtime's report that a model stream (an offline model / sunk graph run as one task) failed, retCode=0x91,
+# wraps the failure of one of its tasks; where the runtime also describes that task with a device-task rule of
+# its own (a kernel exception, a failed memory copy: a NUM rule that is not a code family), that line says what
+# failed and the wrapper yields to it (CANN's "Memcpy异步拷贝算子执行报错" page: `Task exception! … type=13,
+# retCode=0x91` first, then `Memory async copy failed, …`). Without such a line the wrapper keeps its reading.
+MODEL_STREAM_WRAPPERS = frozenset({"DATA021"})
+
+
+def yields_to_task(rule: str, others: Iterable[str]) -> bool:
+    """A model-stream wrapper beside a device-task rule (NUM, not a code family) of the same log yields to it."""
+    if rule not in MODEL_STREAM_WRAPPERS:
+        return False
+    from msdoctor.engine.codes import family_rules
+
+    generic = family_rules()
+    return any(o.startswith("NUM") and o not in generic and o not in MODEL_STREAM_WRAPPERS for o in others)
+
+
 def is_collective_timeout(e: Mapping[str, Any]) -> bool:
     return str(e.get("rule") or "").startswith("COMM") and e.get("role") == "consequence"
 
@@ -61,7 +79,9 @@ def terminal(rank: Rank) -> tuple[str, dict[str, Any] | None]:
     roots = [e for e in after if e.get("role") == "root" and e.get("severity") == "warning"]
     cons = [e for e in after if e.get("role") == "consequence"]
     if cons:
-        return "consequence", cons[0]
+        rules = [str(e.get("rule") or "") for e in cons]
+        kept = [e for e in cons if not yields_to_task(str(e.get("rule") or ""), rules)]
+        return "consequence", (kept or cons)[0]
     unclassified = [e for e in after if e.get("role") == "unclassified"]
     if unclassified:  # prefer the Python exception that ended the process over a stray ERROR line
         exc = [e for e in unclassified if "Error:" in e.get("text", "") or "Exception:" in e.get("text", "")]

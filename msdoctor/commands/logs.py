@@ -167,7 +167,7 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
     """The signature finding that best explains the failure: errors before warnings, a root cause before a
     consequence (time-outs, msrun's "worker exited", "run task error" and the like are consequences), a
     specific rule before a generic code-family rule, then the earliest."""
-    from msdoctor.checks.logs import BLOCK_GENERIC, TASK_TIMEOUT_RE
+    from msdoctor.checks.logs import BLOCK_GENERIC, TASK_TIMEOUT_RE, yields_to_task
     from msdoctor.engine.codes import family_rules
 
     generic = family_rules()
@@ -176,8 +176,12 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
         return None
     collective = any(f.rule.startswith("COMM") and f.data.get("role") == "consequence" for f in cands)
 
+    cand_rules = [f.rule for f in cands if f.severity.value == "error"]
+
     def role(f: Finding) -> float:
         r = ROLE_ORDER.get(str(f.data.get("role")), 2)
+        if r == 1 and yields_to_task(f.rule, cand_rules):
+            return 1.25  # a model stream's 0x91 report wraps the failed task that a NUM rule describes
         if collective and r == 0 and not f.rule.startswith("COMM") and any(TASK_TIMEOUT_RE.search(e.text) for e in f.evidence):
             return 1.5  # a device-task time-out beside a collective time-out is that collective's task
         return r

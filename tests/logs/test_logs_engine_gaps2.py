@@ -119,6 +119,37 @@ def test_a_ranks_root_event_and_the_headline_take_the_rule_that_refines_the_bloc
     assert head is not None and head.rule == event["rule"]
 
 
+# CANN 6.3.RC2 troubleshooting guide, "Memcpy异步拷贝算子执行报错" (troubleshooting_0110): the model stream's
+# 0x91 report comes first, the failed task (an SDMA memory copy) is described after it.
+MEMCPY_IN_MODEL_STREAM = Path("tests/realworld/logs/cann-doc-memcpy-async-copy-failed-sdma-ee8888-2023/log.txt")
+# CANN 7.0.0 TensorFlow migration guide (tfmigr1_000106): only the 0x91 report, after a shuffle buffer that
+# filled too slowly: the wrapper keeps its data-channel reading.
+SHUFFLE_0X91 = Path("tests/realworld/logs/cann-doc-tfmigr-shuffle-buffer-too-large-geop-dorunasync-0x91-2023/log.txt")
+
+
+@pytest.mark.parametrize(("src", "name", "want"), [
+    (MEMCPY_IN_MODEL_STREAM, "log.txt", "NUM009"),
+    (MEMCPY_IN_MODEL_STREAM, "worker_0.log", "NUM009"),
+    (SHUFFLE_0X91, "log.txt", "DATA021"),
+])  # fmt: skip
+def test_a_model_streams_0x91_report_yields_to_the_failed_tasks_own_report(tmp_path, src, name, want):
+    from msdoctor.checks.logs import terminal, yields_to_task
+    from msdoctor.commands.logs import headline_finding, signature_findings
+    from msdoctor.facts.logs import collect
+
+    assert yields_to_task("DATA021", ["DATA021", "NUM009"]) and not yields_to_task("DATA021", ["COMM036", "NUM030"])
+    cons = [{"rule": "DATA021", "role": "consequence"}, {"rule": "NUM009", "role": "consequence"}]
+    assert terminal({"after_progress": cons}) == ("consequence", cons[1])
+    (tmp_path / name).write_bytes(src.read_bytes())
+    facts, _ = collect([str(tmp_path)])
+    head = headline_finding(signature_findings(facts.get_known("logs.hits")))
+    assert head is not None and head.rule == want
+    rank = (facts.get_known("logs.ranks") or {}).get("0")
+    if rank is not None:  # the rank's own terminal event: the EE8888 code line (NUM030) is a root there
+        state, event = terminal(rank)
+        assert event["rule"].startswith(want[:3]) and (want == "DATA021") == (event["rule"] == "DATA021")
+
+
 # -- torchrun's failure summary ------------------------------------------------------------------------------
 # Real pastes (no corpus case holds the summary yet): a DeepSpeed/accelerate run on one 6-GPU host whose rank 3
 # was SIGKILLed (issue thread of 2023-08-01, host r1n2a6000bittensor), and ROCm/ROCm#5788 (xDiT under torchrun,
