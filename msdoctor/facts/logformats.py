@@ -189,6 +189,9 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("", re.compile(r"^[a-z][\w.]*-\d+: (?=\S)")),  # pdsh / DeepSpeed host prefix `worker-1: `
     ("", re.compile(r"^[a-z0-9][\w.-]{0,60}[-_]\d{1,3}\s+\| (?=\S)")),  # docker compose `vllm-1  | `
     ("tick", re.compile(r"^`{1,3}(?=\S)")),  # a line pasted inside markdown backticks
+    # a line number and a tab in front (`cat -n`, an editor's or a web viewer's copy with line numbers:
+    # `1145\t[rank3]: RuntimeError: …`); a number then a tab starts no log line of its own
+    ("", re.compile(r"^\s*\d{1,7}\t(?=\S| )")),
     # an exception quoted inside a sentence in Chinese (`多机训练时通信超时了。torch.distributed.DistStoreError:
     # Socket Timeout`): the prose up to the last CJK character or full-width punctuation before the class name
     ("", re.compile(r"^[^\n]{0,400}[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]\s*(?=[A-Za-z_][\w.]{0,120}(?:Error|Exception): )")),

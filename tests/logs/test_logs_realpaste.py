@@ -77,6 +77,12 @@ def test_code_family_routed_by_data_and_specific_rule_keeps_precedence():
     # vllm-project/vllm-ascend#2800: a two-word Ray/vLLM actor name before pid=
     ("(VllmWorker TP1 pid=961) ERROR 09-07 01:11:09 [multiproc_executor.py:596] EH9999: Inner Error!",
      "EH9999: Inner Error!", None),
+    # hiyouga/LlamaFactory#7986: a paste copied with its line numbers (`cat -n`: a number and a tab)
+    ("  1145\t[rank3]: RuntimeError: InnerRun:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:234 OPS function error: "
+     "Conv3D, error code is 500002",
+     "RuntimeError: InnerRun:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:234 OPS function error: Conv3D, error "
+     "code is 500002", 3),
+    ("    12\t  File \"train.py\", line 3, in <module>", 'File "train.py", line 3, in <module>', None),
 ])  # fmt: skip
 def test_prefixes_of_launchers_and_pastes_are_stripped(raw, text, rank):
     assert strip_prefixes(raw) == (text, rank)
