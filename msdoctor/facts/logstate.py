@@ -203,12 +203,15 @@ class _FileState:
             self.recent.append(ev)
 
 # Text copied out of a web page carries its typography: no-break spaces (U+00A0, `&nbsp;`) and ideographic
-# spaces (U+3000) where the log had spaces, zero-width spaces (U+200B) inside words, and, from a page's source,
+# spaces (U+3000) where the log had spaces, zero-width spaces (U+200B) inside words, typographic quotes (U+2018/
+# U+2019/U+201C/U+201D) where it had ASCII ones, and, from a page's source,
 # HTML character references (`&lt;`, `&quot;`, `&#39;`, `&#x27;`) where the log had `<`, `"`, `'`. Every rule's
 # regex was written for the log's own bytes, so such text is read as the log had it (newlines untouched: a
 # reference to a line break or another control character becomes a space, so the line numbers stay the file's).
 # grep cannot do this: a file whose head has them is read by the Python engine.
-WEB_SPACES = ((b"\xc2\xa0", b" "), (b"\xe3\x80\x80", b" "), (b"\xe2\x80\x8b", b""))
+WEB_SPACES = ((b"\xc2\xa0", b" "), (b"\xe3\x80\x80", b" "), (b"\xe2\x80\x8b", b""),
+              # a blog's or a word processor's typographic quotes where the log had ASCII ones (`No module named ‘te’`)
+              (b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'), (b"\xe2\x80\x9d", b'"'))
 ENTITY_RE = re.compile(rb"&(?:lt|gt|amp|quot|apos|nbsp|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
 ENTITIES = {b"lt": b"<", b"gt": b">", b"amp": b"&", b"quot": b'"', b"apos": b"'", b"nbsp": b" "}
 

@@ -198,6 +198,9 @@ def test_html_character_references_of_a_page_source_are_read_as_the_log_had_them
                  "ModuleNotFoundError: No module named &#39;te&#39;\n", encoding="utf-8")
     hit = scan_file(str(f), s)["hits"]["ENV004"]["first"]
     assert hit["groups"] == {"module": "te"} and hit["line"] == 3
+    # a blog's typographic quotes (mindspore-lab/mindone#293's line as a CSDN post would print it)
+    f.write_text("ModuleNotFoundError: No module named \u2018te\u2019\n", encoding="utf-8")
+    assert scan_file(str(f), s)["hits"]["ENV004"]["first"]["groups"] == {"module": "te"}
 
 
 CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"
