@@ -203,6 +203,20 @@ def test_html_character_references_of_a_page_source_are_read_as_the_log_had_them
     assert scan_file(str(f), s)["hits"]["ENV004"]["first"]["groups"] == {"module": "te"}
 
 
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_a_full_width_colon_after_an_exception_class_is_read_as_pythons(tmp_path, spec, engine):
+    # LLaMA-Factory's NPU FAQ quotes `AssertionError： Torch not compiled with CUDA enabled` (a Chinese document's colon)
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
+    f = tmp_path / "faq.txt"
+    f.write_text("AssertionError\uff1a Torch not compiled with CUDA enabled\n", encoding="utf-8")
+    out = scan_file(str(f), s)
+    assert "ENV061" in out["hits"], out["hits"]
+    d = run_cli("logs", "--json", str(f)).json()
+    assert (d.get("root_cause") or {}).get("rule") == "ENV061"
+
+
 CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"
 
 
