@@ -217,6 +217,18 @@ def test_a_full_width_colon_after_an_exception_class_is_read_as_pythons(tmp_path
     assert (d.get("root_cause") or {}).get("rule") == "ENV061"
 
 
+def test_every_rules_real_lines_still_fire_after_the_web_copy_normalisation():
+    # the scanner reads a web copy's typography as ASCII (quotes, colons, spaces); a rule that was written for the
+    # typographic form of its real line must still read it after that
+    from msdoctor.facts.logstate import has_web_spaces, web_spaces
+    from tests.logs.test_logs_scan import _ruleid_lines
+
+    typographic = [(rid, line) for rid, line in _ruleid_lines() if has_web_spaces(line.encode("utf-8"))]
+    assert typographic  # the fixtures hold real lines copied with typographic quotes and full-width colons
+    for rid, line in typographic:
+        assert rid in fired(web_spaces(line.encode("utf-8")).decode("utf-8")), (rid, line)
+
+
 CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"
 
 
