@@ -179,8 +179,20 @@ def write_results(text: str, corpus: Path | None = None) -> None:
     )
     old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmarks\n"
     pattern = re.compile(re.escape(head) + r".*?(?=\n## |\Z)", re.S)
-    new = pattern.sub(body.rstrip("\n"), old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + body
-    RESULTS.write_text(new, encoding="utf-8")
+    m = pattern.search(old)
+    if m is None:
+        RESULTS.write_text(old.rstrip("\n") + "\n\n" + body, encoding="utf-8")
+        return
+    # only the measurement (its stamp, the score line and the first table) is replaced: the history written under
+    # it (the blind batches, what they showed) stays
+    lines = m.group(0).split("\n")
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("| category")), len(lines))
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    rest = "\n".join(lines[end:]).strip("\n")
+    section = body.rstrip("\n") + ("\n\n" + rest if rest else "")
+    RESULTS.write_text(old[: m.start()] + section + old[m.end() :], encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,3 +48,17 @@ def test_case_verdict(case) -> None:
         assert s.status != "found", f"{case.name} is now found: remove its expect.gap marker ({gap})"
     else:
         assert s.status == "found", f"{s.status}: headline {s.headline} rank {s.headline_rank}: {s.why}"
+
+
+def test_writing_the_figure_keeps_the_history_under_it(tmp_path, monkeypatch) -> None:
+    # `bench/realworld.py --write` replaces the stamp, the score line and its table; the blind batches written
+    # under them stay (a rewrite once dropped them)
+    res = tmp_path / "RESULTS.md"
+    res.write_text("# Benchmarks\n\n## Real-world logs (`bench/realworld.py`)\n\nMeasured old.\n\n1 cases: 1 found\n\n"
+                   "| category | cases |\n| --- | ---: |\n| ENV | 1 |\n\nHistory: the first blind batch scored 41 %.\n\n"
+                   "## Next section\n\nkept\n", encoding="utf-8")
+    monkeypatch.setattr(realworld, "RESULTS", res)
+    realworld.write_results("2 cases: 2 found\n\n| category | cases |\n| --- | ---: |\n| ENV | 2 |")
+    text = res.read_text(encoding="utf-8")
+    assert "2 cases: 2 found" in text and "| ENV | 2 |" in text and "1 cases" not in text and "| ENV | 1 |" not in text
+    assert "History: the first blind batch scored 41 %." in text and text.endswith("## Next section\n\nkept\n")
