@@ -213,10 +213,11 @@ WEB_SPACES = ((b"\xc2\xa0", b" "), (b"\xe3\x80\x80", b" "), (b"\xe2\x80\x8b", b"
               # a blog's or a word processor's typographic quotes where the log had ASCII ones (`No module named ‘te’`)
               (b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'), (b"\xe2\x80\x9d", b'"'))
 ENTITY_RE = re.compile(rb"&(?:lt|gt|amp|quot|apos|nbsp|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
+ENTITIES = {b"lt": b"<", b"gt": b">", b"amp": b"&", b"quot": b'"', b"apos": b"'", b"nbsp": b" "}
 # Chinese documents and input methods put a full-width colon after an exception's class (`AssertionError：Torch not
 # compiled with CUDA enabled`): read as Python wrote it
+FW_COLON = b"\xef\xbc\x9a"
 FW_COLON_RE = re.compile(rb"(Error|Exception|Warning)\xef\xbc\x9a ?")
-ENTITIES = {b"lt": b"<", b"gt": b">", b"amp": b"&", b"quot": b'"', b"apos": b"'", b"nbsp": b" "}
 
 
 def _entity(m: re.Match[bytes]) -> bytes:
@@ -236,14 +237,17 @@ def _entity(m: re.Match[bytes]) -> bytes:
 
 
 def has_web_spaces(data: bytes) -> bool:
-    return (any(old in data for old, _new in WEB_SPACES) or ENTITY_RE.search(data) is not None
-            or FW_COLON_RE.search(data) is not None)
+    # the byte tests first: every block of a big log passes here, the regexes only run where they can match
+    return (any(old in data for old, _new in WEB_SPACES) or (b"&" in data and ENTITY_RE.search(data) is not None)
+            or (FW_COLON in data and FW_COLON_RE.search(data) is not None))
 
 
 def web_spaces(data: bytes) -> bytes:
     for old, new in WEB_SPACES:
         data = data.replace(old, new)
-    return FW_COLON_RE.sub(rb"\1: ", ENTITY_RE.sub(_entity, data))
+    if b"&" in data:
+        data = ENTITY_RE.sub(_entity, data)
+    return FW_COLON_RE.sub(rb"\1: ", data) if FW_COLON in data else data
 
 # A paste copied out of a terminal (or a fixed-width page) is hard-wrapped: every long line cut at the same column,
 # mid-word, so a phrase a rule needs can sit half on each line. The width is read from the text itself: the
