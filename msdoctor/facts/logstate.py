@@ -237,9 +237,13 @@ def _entity(m: re.Match[bytes]) -> bytes:
 
 
 def has_web_spaces(data: bytes) -> bool:
-    # the byte tests first: every block of a big log passes here, the regexes only run where they can match
-    return (any(old in data for old, _new in WEB_SPACES) or (b"&" in data and ENTITY_RE.search(data) is not None)
-            or (FW_COLON in data and FW_COLON_RE.search(data) is not None))
+    # every block of a big log passes here: an ASCII block (the common case, one fast pass) can hold only references;
+    # the byte tests go before the regexes
+    if b"&" in data and ENTITY_RE.search(data) is not None:
+        return True
+    if data.isascii():
+        return False
+    return any(old in data for old, _new in WEB_SPACES) or (FW_COLON in data and FW_COLON_RE.search(data) is not None)
 
 
 def web_spaces(data: bytes) -> bytes:
