@@ -37,7 +37,7 @@ from msdoctor.facts.logstate import (
     _mostly_binary,
     _summary,
     frames_before,
-    has_web_spaces,
+    has_web_copy,
     resolve_progress,
     ts_before,
     wrap_width,
@@ -217,7 +217,7 @@ def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanS
             results[path] = {"path": path, "kind": file_kind(path), "readable": False, "size": size,
                              "skipped": [{"file": path, "reason": "binary content (not a text log)"}]}  # fmt: skip
             continue
-        if has_web_spaces(head) or (size <= WRAP_MAX and wrap_width(head[:65536])):  # a web copy or a hard-wrapped paste: grep's
+        if has_web_copy(head) or (size <= WRAP_MAX and wrap_width(head[:65536])):  # a web copy or a hard-wrapped paste: grep's
             # anchors expect the log's own spaces and whole lines; the Python engine reads it as the log had it
             os.close(fd)
             results[path] = scan_file(path, ScanSpec(spec.sigs, engine="python"))

@@ -43,10 +43,10 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     _summary,
     dewrap,
     frames_before,
-    has_web_spaces,
+    from_web_copy,
+    has_web_copy,
     resolve_progress,
     ts_before,
-    web_spaces,
     wrap_width,
 )
 
@@ -216,8 +216,8 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
 def _scan_block(st: _FileState, spec: ScanSpec, block: bytes, lineno: int) -> int:
     """Process the candidate lines of one block; returns the line count after the block."""
     rx = spec.prefilter
-    if has_web_spaces(block):
-        block = web_spaces(block)
+    if has_web_copy(block):
+        block = from_web_copy(block)
     if st.wrap_width:
         block = dewrap(block, st.wrap_width)
     pos = 0

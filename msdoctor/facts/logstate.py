@@ -209,7 +209,7 @@ class _FileState:
 # regex was written for the log's own bytes, so such text is read as the log had it (newlines untouched: a
 # reference to a line break or another control character becomes a space, so the line numbers stay the file's).
 # grep cannot do this: a file whose head has them is read by the Python engine.
-WEB_SPACES = ((b"\xc2\xa0", b" "), (b"\xe3\x80\x80", b" "), (b"\xe2\x80\x8b", b""),
+WEB_CHARS = ((b"\xc2\xa0", b" "), (b"\xe3\x80\x80", b" "), (b"\xe2\x80\x8b", b""),
               # a blog's or a word processor's typographic quotes where the log had ASCII ones (`No module named ‘te’`)
               (b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'), (b"\xe2\x80\x9d", b'"'))
 ENTITY_RE = re.compile(rb"&(?:lt|gt|amp|quot|apos|nbsp|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
@@ -236,18 +236,18 @@ def _entity(m: re.Match[bytes]) -> bytes:
         return m.group(0)
 
 
-def has_web_spaces(data: bytes) -> bool:
+def has_web_copy(data: bytes) -> bool:
     # every block of a big log passes here: an ASCII block (the common case, one fast pass) can hold only references;
     # the byte tests go before the regexes
     if b"&" in data and ENTITY_RE.search(data) is not None:
         return True
     if data.isascii():
         return False
-    return any(old in data for old, _new in WEB_SPACES) or (FW_COLON in data and FW_COLON_RE.search(data) is not None)
+    return any(old in data for old, _new in WEB_CHARS) or (FW_COLON in data and FW_COLON_RE.search(data) is not None)
 
 
-def web_spaces(data: bytes) -> bytes:
-    for old, new in WEB_SPACES:
+def from_web_copy(data: bytes) -> bytes:
+    for old, new in WEB_CHARS:
         data = data.replace(old, new)
     if b"&" in data:
         data = ENTITY_RE.sub(_entity, data)

@@ -188,9 +188,9 @@ def test_html_character_references_of_a_page_source_are_read_as_the_log_had_them
     # a log copied out of a page's HTML source: quotes as `&#39;`/`&quot;`, `<` as `&lt;`; a reference to a line
     # break becomes a space, so the line numbers stay the file's
     from msdoctor.facts.logscan import ScanSpec, scan_file
-    from msdoctor.facts.logstate import web_spaces
+    from msdoctor.facts.logstate import from_web_copy
 
-    assert web_spaces(b"&lt;module&gt; &quot;x&quot; &#x27;y&#39; &amp;lt; a&#10;b &#99999999;") == \
+    assert from_web_copy(b"&lt;module&gt; &quot;x&quot; &#x27;y&#39; &amp;lt; a&#10;b &#99999999;") == \
         b"<module> \"x\" 'y' &lt; a b &#99999999;"
     s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
     f = tmp_path / "paste.log"
@@ -220,13 +220,13 @@ def test_a_full_width_colon_after_an_exception_class_is_read_as_pythons(tmp_path
 def test_every_rules_real_lines_still_fire_after_the_web_copy_normalisation():
     # the scanner reads a web copy's typography as ASCII (quotes, colons, spaces); a rule that was written for the
     # typographic form of its real line must still read it after that
-    from msdoctor.facts.logstate import has_web_spaces, web_spaces
+    from msdoctor.facts.logstate import from_web_copy, has_web_copy
     from tests.logs.test_logs_scan import _ruleid_lines
 
-    typographic = [(rid, line) for rid, line in _ruleid_lines() if has_web_spaces(line.encode("utf-8"))]
+    typographic = [(rid, line) for rid, line in _ruleid_lines() if has_web_copy(line.encode("utf-8"))]
     assert typographic  # the fixtures hold real lines copied with typographic quotes and full-width colons
     for rid, line in typographic:
-        assert rid in fired(web_spaces(line.encode("utf-8")).decode("utf-8")), (rid, line)
+        assert rid in fired(from_web_copy(line.encode("utf-8")).decode("utf-8")), (rid, line)
 
 
 CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"

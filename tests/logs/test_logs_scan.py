@@ -112,11 +112,11 @@ def test_grep_engine_agrees_with_the_python_engine(tmp_path, spec):
 
     if shutil.which("grep") is None:
         pytest.skip("grep not installed: the Python engine is the only one")
-    from msdoctor.facts.logstate import has_web_spaces
+    from msdoctor.facts.logstate import has_web_copy
 
     # a web copy's typography (a full-width colon, typographic quotes) sends a file to the Python engine: those
     # fixture lines are read there (test_logs_realpaste.py), the rest must agree between the engines
-    cases = [line for _, line in _ruleid_lines() if not has_web_spaces(line.encode("utf-8"))]
+    cases = [line for _, line in _ruleid_lines() if not has_web_copy(line.encode("utf-8"))]
     body = "\n".join(f"{NOISE}\n{line}" for line in cases)
     body += "\nepoch: 3 step: 12, loss is 0.25\nTraceback (most recent call last):\nRuntimeError: \n" + "-" * 52
     body += "\n- Kernel error:\n" + "-" * 52 + "\nLaunch kernel failed: Default/AllReduce-op0\n"
