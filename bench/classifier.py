@@ -18,7 +18,6 @@ how the fallback generalises to new wordings.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -105,15 +104,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def write(text: str) -> None:
     head = "## Real-world logs, fallback classifier"
-    old = realworld.RESULTS.read_text(encoding="utf-8")
-    # the measured figure is replaced; the section's history (from its "History" paragraph on) is kept
-    pattern = re.compile(re.escape(head) + r".*?(?=\n\nHistory \(|\n## |\Z)", re.S)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     body = (f"{head}\n\nMeasured {stamp}, `python bench/classifier.py --write` (every signature rule's verdict ignored; "
             f"the first error\nline of each case and up to two error lines of its block, classified only by wording):\n\n{text}\n")
-    new = pattern.sub(body.rstrip("\n"), old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + body
-    realworld.RESULTS.write_text(new, encoding="utf-8")
-
+    realworld.replace_measurement(head, body)  # the section's history (its "History" paragraph on) stays
 
 if __name__ == "__main__":
     sys.exit(main())

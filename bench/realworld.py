@@ -177,17 +177,20 @@ def write_results(text: str, corpus: Path | None = None) -> None:
         "users in public threads; each case's SOURCE.md gives the thread and the expected verdict). "
         "Right category = found + partial.\n\n" + text + "\n"
     )
+    replace_measurement(head, body)
+
+
+def replace_measurement(head: str, body: str) -> None:
+    """Put ``body`` (the section's heading, its stamp, the score line and the table) in place of the measurement of
+    the bench/RESULTS.md section that starts with ``head``; the history written under its first table stays (a
+    rewrite once dropped the first blind batches). A section not there yet is appended."""
     old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmarks\n"
-    pattern = re.compile(re.escape(head) + r".*?(?=\n## |\Z)", re.S)
-    m = pattern.search(old)
+    m = re.compile(re.escape(head) + r".*?(?=\n## |\Z)", re.S).search(old)
     if m is None:
         RESULTS.write_text(old.rstrip("\n") + "\n\n" + body, encoding="utf-8")
         return
-    # only the measurement (its stamp, the score line and the first table) is replaced: the history written under
-    # it (the blind batches, what they showed) stays
     lines = m.group(0).split("\n")
-    start = next((i for i, ln in enumerate(lines) if ln.startswith("| category")), len(lines))
-    end = start
+    end = next((i for i, ln in enumerate(lines) if ln.startswith("| category")), len(lines))
     while end < len(lines) and lines[end].startswith("|"):
         end += 1
     rest = "\n".join(lines[end:]).strip("\n")
