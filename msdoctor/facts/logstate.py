@@ -210,8 +210,8 @@ class _FileState:
 # reference to a line break or another control character becomes a space, so the line numbers stay the file's).
 # grep cannot do this: a file whose head has them is read by the Python engine.
 WEB_CHARS = ((b"\xc2\xa0", b" "), (b"\xe3\x80\x80", b" "), (b"\xe2\x80\x8b", b""),
-              # a blog's or a word processor's typographic quotes where the log had ASCII ones (`No module named ‘te’`)
-              (b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'), (b"\xe2\x80\x9d", b'"'))
+             # a blog's or a word processor's typographic quotes where the log had ASCII ones (`No module named ‘te’`)
+             (b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'), (b"\xe2\x80\x9d", b'"'))
 ENTITY_RE = re.compile(rb"&(?:lt|gt|amp|quot|apos|nbsp|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
 ENTITIES = {b"lt": b"<", b"gt": b">", b"amp": b"&", b"quot": b'"', b"apos": b"'", b"nbsp": b" "}
 # Chinese documents and input methods put a full-width colon after an exception's class (`AssertionError：Torch not
