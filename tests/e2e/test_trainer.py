@@ -131,11 +131,17 @@ def test_nan_on_one_rank_is_detected_and_the_update_skipped(train_run):
 def test_shape_injection_raises_mindspores_own_error(train_run):
     run_dir, res = train_run("shape")
     assert res.rc == 1
+    raised = []
     for rank in (0, 1):
         text = log(run_dir, f"worker_{rank}.log")
-        assert "ValueError: For BatchMatMul" in text, text[-2000:]
-        (exc,) = events(run_dir, rank, "exception")
-        assert exc["type"] == "ValueError" and "BatchMatMul" in exc["message"]
+        excs = events(run_dir, rank, "exception")
+        if "ValueError: For BatchMatMul" in text:
+            (exc,) = excs
+            assert exc["type"] == "ValueError" and "BatchMatMul" in exc["message"]
+            raised.append(rank)
+        else:  # msrun ends the other worker as soon as one fails: on a loaded host it may not have compiled yet
+            assert excs == [] and "Traceback" not in text, text[-2000:]
+    assert raised, _failure(run_dir, res)
 
 
 def _load(path):
