@@ -194,11 +194,21 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("", re.compile(r"^\s*\d{1,7}\t(?=\S| )")),
     # an exception quoted inside a sentence in Chinese (`多机训练时通信超时了。torch.distributed.DistStoreError:
     # Socket Timeout`): the prose up to the last CJK character or full-width punctuation before the class name
-    ("", re.compile(r"^[^\n]{0,400}[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]\s*(?=[A-Za-z_][\w.]{0,120}(?:Error|Exception): )")),
+    # (`…镜像部署GLM4.5V报错“AssertionError: 12 is not divisible by 8”，为啥…`: also inside an opening quote)
+    ("", re.compile(r"^[^\n]{0,400}[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]\s*[\"'“‘「『]?\s*"
+                    r"(?=[A-Za-z_][\w.]{0,120}(?:Error|Exception): )")),
+    # pytest's report of a failed test: `E       RuntimeError: Response is empty` (and its `>       code` line)
+    ("", re.compile(r"^[E>] {3,}(?=\S)")),
+    # a Python logger's `[file.py:654] ` left when the paste cut the level and time before it (vLLM's
+    # `[multiproc_executor.py:654] RuntimeError: …`)
+    ("", re.compile(r"^\[[\w-]+\.(?:py|cc|cpp|h|c):\d+\] (?=\S)")),
+    # ComfyUI's report of a failed node: `!!! Exception during processing !!! Torch not compiled with CUDA enabled`
+    ("", re.compile(r"^!!! (?P<lvl>Exception) during processing !!! (?=\S)")),
     ("", re.compile(r"^\s+(?=\S)")),
 )
 RAY_REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]$")
-_LEVEL_WORDS = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL", "WARN": "WARNING", "FATAL": "CRITICAL"}
+_LEVEL_WORDS = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL", "WARN": "WARNING", "FATAL": "CRITICAL",
+                "EXCEPTION": "ERROR"}
 
 
 @dataclass(frozen=True)

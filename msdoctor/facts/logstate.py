@@ -48,7 +48,7 @@ CLUSTER_UP = "Cluster is successfully initialized"
 # Written in what both read alike: no look-arounds or back-references; `\r` and `[^…\n]` translate.
 GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"\[ERROR\]", r"\[CRITICAL\]", r"\[EXCEPTION\]", r"Traceback \(most recent call last\)",
-    r"(?:Error|Exception): ", r"(?:Error|Exception):$",
+    r"(?:Error|Exception):",  # `KeyError: 'x'`, a bare `Error:` at the end, `OSError:cannot load library …` unspaced
     r"(?:ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # vLLM's level prefix
     r"\[(?:error|fatal|FATAL)\]",  # MindIE / ATB levels in lower case
     r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # glog
@@ -57,6 +57,7 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"(?:Error|Exception)\([A-Za-z_][A-Za-z0-9_.]{0,80}\): ",  # Ray's wrapper: `RayTaskError(OutOfMemoryError): ray::…`
     r"(?:CRITICAL|FATAL) \[", r" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
     r"terminate called after throwing",  # a C++ abort
+    r"^!!! Exception during processing !!!",  # ComfyUI's report of a failed node (logformats.PREFIX_RES)
     r'File "[^"\n]{1,300}", line [0-9]',  # a traceback frame: a paste cut before its exception line is still read
     r"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
     CLUSTER_UP,  # logged by every rank at the same moment (the clock anchor)
@@ -90,10 +91,14 @@ ELASTIC_ROWS = 8  # an entry's rows are consecutive: a row further than this fro
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
 # The words of an error in a line of no known grammar (plain-paste mode only: in a log of a known grammar a
 # line is an error by its level, never by a word of its message).
-PASTE_ERROR_RE = re.compile(r"(?i:\b(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
+PASTE_ERROR_RE = re.compile(r"(?i:(?:\b|_)(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
                             r"invalid|unreachable|refused|denied|time(?:d)? ?out|timeout|not (?:available|found|"
-                            r"supported|exist|visible)|does not exist|no such|killed|segmentation fault|panic|has no attribute|"
-                            r"no module named|is null|null ?pointer)\b)|"
+                            r"supported|exist|visible|open(?:ed)?|match(?:ed)?|divisible|compatible|implemented|enough|"
+                            r"allowed|ready|initiali[sz]ed|comply)|does not (?:exist|match|comply)|doesn't match|"
+                            r"no such|killed|segmentation fault|core dumped|panic|has no attribute|no module named|is null|"
+                            r"null ?pointer|mismatch(?:ed|es)?|unsupport(?:ed)?|unavailable|illegal|incorrect|insufficient|"
+                            r"overflow|out of memory|no space left|exceed(?:s|ed)?|corrupt(?:ed)?|abnormal|wrong|busy|"
+                            r"divisible|crash(?:ed|es)?|deadlock|hang(?:s|ing)?|stuck)\b)|"
                             r"\bWARN(?:ING)?\b")  # fmt: skip
 
 _DIGITS = re.compile(r"\d+")

@@ -24,7 +24,25 @@ NULL_POINTER = "the pointer[session] is null"
 NO_ERROR = "Using ~/.cache/torch_extensions/py38_cpu as PyTorch extensions root..."
 
 
-@pytest.mark.parametrize("line", [BARE, NCCL_WARN, NULL_POINTER])
+# The wider error vocabulary of a bare message (each line the whole paste of its case; no older error word in it)
+WIDER = [
+    "npu is busy, check again",  # mindcluster-doc-npu-is-busy-check-again-2025
+    "MD5 does not match",  # mindspore-faq-source-build-md5-does-not-match-interrupted-third-party-download-2022
+    "HCCL dependent tsd is not open",  # mindspore-faq-ps-worker-server-same-card-hccl-tsd-not-open-2021
+    "Unsupport data type: at::ScalarType::Double.",  # mindstudio-doc-migration-unsupport-data-type-double-2023
+    # mindx-caselib-volcano-pending-annotations-not-same-node-idle-2023
+    "all nodes are unavailable: 1 node annotations(7) not same node idle(8)",
+    # mindspeed-llm-faq-num-layers-divisible-pipeline-parallel-2025
+    "number of layers should be divisible by the pipeline parallel size",
+    "wrong shape of image",  # mindspore-faq-predict-wrong-shape-of-image-mnist-grayscale-2021
+    # huawei-support-atlas300-ascend310-nvme-4kb-alignment-2021
+    "dev id 0, The address does not comply with the NVMe protocol(must be aligned with 4KB).",
+    # modelarts-ascend-vllm-faq-ray-cgraph-get-timeout-multinode-2025: `timeout` after an underscore
+    "If the execution is expected to take a long time, increase RAY_CGRAPH_get_timeout which is currently 10 seconds.",
+]
+
+
+@pytest.mark.parametrize("line", [BARE, NCCL_WARN, NULL_POINTER, *WIDER])
 def test_a_bare_error_line_is_read_when_no_rule_knows_it(tmp_path: Path, line: str) -> None:
     f = tmp_path / "paste.txt"
     f.write_text(line + "\n", encoding="utf-8")
@@ -55,3 +73,31 @@ def test_cli_reads_the_bare_line(tmp_path: Path) -> None:
     f.write_text(BARE + "\n", encoding="utf-8")
     r = run_cli("logs", str(f))
     assert r.rc == 1 and "not available or visible" in r.out, (r.out, r.err)
+
+
+# Lines whose error hides behind what a paste or a tool put in front (or an unspaced colon): each is read as the
+# exception it is, with the prefix gone. The first line of each pair is copied from the case named beside it.
+PREFIXED = [
+    # mindspore-doc-mindrt-op-compile-response-is-empty-2023: pytest's report of a failed test
+    ("E       RuntimeError: Response is empty", "RuntimeError: Response is empty"),
+    # vllm-ascend-2882-torchair-op-converter-not-implemented-moe-token-unpermute-2025: vLLM's logger, level cut off
+    ("[multiproc_executor.py:654] RuntimeError: Ascend op converter is not implemented of: npu.npu_moe_token_unpermute.default",
+     "RuntimeError: Ascend op converter is not implemented of: npu.npu_moe_token_unpermute.default"),
+    # comfyui-6483-ascend-npu-cuda-branch-torch-not-compiled-cuda-2025: ComfyUI's failed-node report
+    ("!!! Exception during processing !!! Torch not compiled with CUDA enabled", "Torch not compiled with CUDA enabled"),
+    # glm-v-130-glm45v-vision-heads-12-not-divisible-by-tp8-910b3-2025: quoted inside a Chinese sentence
+    ("8卡910B3，vllm-ascend v0.10.2rc1镜像部署GLM4.5V报错“AssertionError: 12 is not divisible by 8”，为啥卡数需要能被12整除？？",
+     'AssertionError: 12 is not divisible by 8"，为啥卡数需要能被12整除？？'),
+    # mindspeed-core-ms-faq-libsndfile-cannot-load-library-2025: no space after the class's colon
+    ("OSError:cannot load library 'libsndfile.so':libsndfile.so: cannot open sharedobject file: No such file or directory",
+     "OSError: cannot load library 'libsndfile.so':libsndfile.so: cannot open sharedobject file: No such file or directory"),
+]
+
+
+@pytest.mark.parametrize("engine", ["python", "auto"])
+@pytest.mark.parametrize(("line", "read"), PREFIXED)
+def test_an_error_behind_a_prefix_is_read(tmp_path: Path, line: str, read: str, engine: str) -> None:
+    f = tmp_path / "paste.txt"
+    f.write_text("some context\n" + line + "\n", encoding="utf-8")
+    facts, _ = collect([str(f)], stripped_catalogue(), engine=engine)
+    assert [e["text"] for e in unclassified_events(facts)] == [read]
