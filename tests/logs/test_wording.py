@@ -43,9 +43,10 @@ def test_the_wrapper_line_alone_has_no_voting_words() -> None:
 
 
 def _toy(min_words: int = 2, threshold: float = 0.9) -> Model:
-    doc = {"params": {"alpha": 0.5, "prior_weight": 0.3, "min_words": min_words, "threshold": threshold},
-           "docs": {"COMM": 10, "DATA": 10},
-           "df": {"socket": {"COMM": 8}, "peer": {"COMM": 6, "DATA": 1}, "dataset": {"DATA": 9}}}  # fmt: skip
+    doc = {"params": {"min_words": min_words, "threshold": threshold},
+           "bias": {"COMM": 0.0, "DATA": 0.0},
+           "weights": {"socket": {"COMM": 2.0, "DATA": -2.0}, "peer": {"COMM": 1.5, "DATA": -1.0},
+                       "dataset": {"COMM": -2.0, "DATA": 2.0}}}  # fmt: skip
     return from_doc(doc)
 
 
@@ -53,15 +54,15 @@ def test_guess_needs_min_words_voting_and_the_threshold() -> None:
     m = _toy()
     assert m.guess({"socket"}) is None  # one voting word is not enough
     g = m.guess({"socket", "peer", "unrelated"})
-    assert g is not None and g.area == "COMM" and g.probability >= 0.9 and g.words[0] in ("socket", "peer")
+    assert g is not None and g.area == "COMM" and g.probability >= 0.9 and g.words == ("socket", "peer")
+    assert g.runner_up == "DATA"
     assert m.guess({"socket", "dataset"}) is None  # words of two areas: no area reaches the threshold
     assert _toy(threshold=0.999999).guess({"socket", "peer"}) is None
 
 
 def test_model_rejects_an_unknown_area() -> None:
     with pytest.raises(ValueError, match="unknown area"):
-        from_doc({"params": {"alpha": 0.5, "prior_weight": 0.3, "min_words": 2, "threshold": 0.9},
-                  "docs": {"GPU": 1}, "df": {}})  # fmt: skip
+        from_doc({"params": {"min_words": 2, "threshold": 0.9}, "bias": {"GPU": 0.0}, "weights": {}})
 
 
 def test_shipped_model_is_current() -> None:
@@ -69,12 +70,19 @@ def test_shipped_model_is_current() -> None:
     assert wordinggen.OUT.read_text(encoding="utf-8") == wordinggen.current(), "run python -m msdoctor.wordinggen"
 
 
-def test_build_keeps_words_seen_twice_and_with_min_share_only_concentrated_ones() -> None:
+def test_build_keeps_words_seen_twice_and_learns_which_area_each_names() -> None:
     docs = [("COMM", {"socket", "failed"}), ("COMM", {"socket", "failed"}), ("DATA", {"dataset", "failed"}),
             ("DATA", {"dataset", "failed"}), ("MEM", {"failed", "once"}), ("MEM", {"failed"})]  # fmt: skip
-    assert set(wordinggen.build(docs)["df"]) == {"socket", "dataset", "failed"}  # `once` is seen once
-    concentrated = wordinggen.build(docs, {**wordinggen.PARAMS, "min_share": 0.5})["df"]
-    assert set(concentrated) == {"socket", "dataset"}  # `failed` is in every area
+    built = wordinggen.build(docs)
+    assert set(built["weights"]) == {"socket", "dataset", "failed"}  # `once` is seen once
+    w = built["weights"]
+    assert max(w["socket"], key=w["socket"].get) == "COMM" and max(w["dataset"], key=w["dataset"].get) == "DATA"
+    # `failed` is in every area: it carries less than the words that tell the areas apart
+    spread = {k: max(v.values()) - min(v.values()) for k, v in w.items()}
+    assert spread["failed"] < spread["socket"] and spread["failed"] < spread["dataset"]
+    assert wordinggen.build(docs) == built  # deterministic: the shipped file is rebuilt in a test
+    m = from_doc(built)
+    assert m.guess({"socket", "failed"}).area == "COMM" and m.guess({"dataset", "failed"}).area == "DATA"
 
 
 # The corpus case mindocr-136-rec-lmdb-dataset-empty-index-0-out-of-bounds-2023 served here first; its own words (`IndexError: index 0 is out of bounds for axis 0 with size 0`) are too few to keep a
