@@ -410,6 +410,9 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
 LEVEL_PREFIX_ERROR_RE = re.compile(r"^\s*(?:\([^()]{0,200}\)\s?)?(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
                                    r"\[[\w./-]{1,200}:\d{1,7}\] (?=[^\s])")
 CODE_HINT_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b")
+# A message cut right after a separator, its rest on the next line: a paste wrapped by hand or by a browser
+# (Paddle's `… with error: /usr/local/Ascend/…/libtbe_adapter.so: ` then `undefined symbol: _ZN3Mki…`).
+OPEN_TAIL_RE = re.compile(r":[\s`]*$")
 # The level a line was logged at, where the line itself says it without a grammar or prefix that carries
 # it: MindSpore Lite's `WARNING [mindspore/lite/src/lite_model.cc:61] ConstructModel] …`, a bare `WARNING: …`
 # / `Warning: …`, Python's warnings (`…/x.py:79: UserWarning: …`), `[W] …`.
@@ -494,7 +497,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         text, rec = _join_what(st, text, rec, lineno, next_line)
     matches = spec.sigs.match(text)
     if next_line is not None and _incomplete(spec, matches) and (
-        matches or rec.is_error or BARE_ERROR_RE.match(text) or CODE_HINT_RE.search(text)
+        matches or rec.is_error or BARE_ERROR_RE.match(text) or CODE_HINT_RE.search(text) or OPEN_TAIL_RE.search(text)
     ):
         joined, matches = _unwrap(spec, text, matches, next_line)
         if joined is not text and not own_ts and TS_IN_LINE in joined:

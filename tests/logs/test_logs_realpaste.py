@@ -49,6 +49,14 @@ def test_code_lookup_exact_family_and_unknown():
     assert lookup("EX1234") is None and lookup("999999") is None and lookup("E1234") is None
 
 
+def test_atc_e19010_is_a_listed_unsupported_operator_code():
+    # open-mmlab/mmagic#1068: ATC has no ONNX parser for mmcv's grid_sampler (CANN GE error reference E19010)
+    line = "E19010: No parser is registered for Op [grid_sampler_3140, optype [ai.onnx::11::grid_sampler]]."
+    info = lookup("E19010")
+    assert info and info.known and info.rule == "ENV050" and "parser" in info.meaning
+    assert fired(line)["ENV050"]["family_code"] == "E19010"
+
+
 def test_code_family_routed_by_data_and_specific_rule_keeps_precedence():
     # CANN troubleshooting guide, OOM Error Due to Memory Allocation Failure (plog)
     el = ("[ERROR] RUNTIME(2936187,python3):2022-04-21-14:19:39.429.491 [npu_driver.cc:780]2969960 "
@@ -165,6 +173,34 @@ def test_a_message_wrapped_over_two_lines_is_read_whole(tmp_path, spec, engine):
     s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
     hit = scan_file(str(f), s)["hits"]["COMM021"]["first"]
     assert hit["groups"] == {"peer": "24"} and hit["line"] == 2
+
+
+# PaddlePaddle/PaddleCustomDevice#2452: the user wrapped the message by hand, each line cut after a separator
+PADDLE_WRAPPED = (
+    "`ValueError: (InvalidArgument) Fail to open library: \n"
+    "/usr/local/lib/python3.10/dist-packages/paddle_custom_device/libpaddle-custom-npu.so \n"
+    "with error: /usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib/libtbe_adapter.so: \n"
+    "undefined symbol: _ZN3Mki2DlC1ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEb`\n"
+)
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_a_message_cut_after_a_separator_is_joined_with_its_rest(tmp_path, spec, engine):
+    # a line that ends in `: ` continues on the next one: joined when that gives a specific rule; the symbol
+    # stops before the closing backtick of the paste
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    f = tmp_path / "paste.log"
+    f.write_text(PADDLE_WRAPPED)
+    s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
+    hit = scan_file(str(f), s)["hits"]["ENV024"]["first"]
+    assert hit["line"] == 3 and hit["groups"] == {
+        "library": "/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib/libtbe_adapter.so",
+        "symbol": "_ZN3Mki2DlC1ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEb",
+    }
+    # a line cut after its separator whose next line gives no rule more stays as it was
+    f.write_text("RuntimeError: something failed: \nsee the log above\n")
+    assert "ENV024" not in scan_file(str(f), s)["hits"]
 
 
 @pytest.mark.parametrize("engine", ["python", "grep"])
