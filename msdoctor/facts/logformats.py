@@ -43,10 +43,12 @@ PYLOG_RE = re.compile(
 )
 # `KeyError: 'x'`, `pyarrow.lib.ArrowInvalid: …` (a dotted class named …Invalid / …Failure), a bare
 # `AssertionError` on a line of its own (an assert without a message), and the base classes themselves
-# (`Exception: Error loading data from …`, raised by model-zoo code as `raise Exception(…)`).
+# (`Exception: Error loading data from …`, raised by model-zoo code as `raise Exception(…)`), and the standard
+# library's lower-case classes (`socket.gaierror: [Errno -2] Name or service not known`, `socket.timeout: …`).
 # Ray re-raises a task's exception as `ray.exceptions.RayTaskError(OutOfMemoryError): ray::Task.run() …`: the
 # wrapped class in parentheses is part of the type (it names the fault; the wrapper only says "in a Ray task").
-PY_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|(?:Error|Exception)(?=:)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure))"
+PY_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|(?:Error|Exception)(?=:)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure)"
+                       r"|[a-z_]\w*\.(?:[a-z]{0,20}error|timeout)(?=: ))"
                        r"(?:\([A-Za-z_][\w.]{0,80}\))?)"
                        r"(?:: ?(?P<msg>.*)|\s*)$")
 TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
@@ -195,7 +197,7 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # an exception quoted inside a sentence in Chinese (`多机训练时通信超时了。torch.distributed.DistStoreError:
     # Socket Timeout`): the prose up to the last CJK character or full-width punctuation before the class name
     # (`…镜像部署GLM4.5V报错“AssertionError: 12 is not divisible by 8”，为啥…`: also inside an opening quote)
-    ("", re.compile(r"^[^\n]{0,400}[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]\s*[\"'“‘「『]?\s*"
+    ("", re.compile(r"^[^\n]{0,400}[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]\s*[:：]?\s*[\"'`“‘「『]?\s*"
                     r"(?=[A-Za-z_][\w.]{0,120}(?:Error|Exception): )")),
     # pytest's report of a failed test: `E       RuntimeError: Response is empty` (and its `>       code` line)
     ("", re.compile(r"^[E>] {3,}(?=\S)")),

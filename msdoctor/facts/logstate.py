@@ -54,7 +54,11 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # glog
     r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E [A-Za-z_]",  # c10's `[E614 19:45:30…]`, `[E File.cpp:1]`
     r"(?:Error|Exception)\r?$", r"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
-    r"(?:Error|Exception)\([A-Za-z_][A-Za-z0-9_.]{0,80}\): ",  # Ray's wrapper: `RayTaskError(OutOfMemoryError): ray::…`
+    r"(?:Error|Exception)\([A-Za-z_][A-Za-z0-9_.]{0,80}\):",  # Ray's `RayTaskError(OutOfMemoryError): …`, `…Error(EZ1001):`
+    r"[a-z]\.[a-z]*error: ", r"[a-z]\.timeout: ",  # Python's lower-case classes: `socket.gaierror: [Errno -2] …`
+    # levels of loggers the prefixes know (logformats.PREFIX_RES): ONNX Runtime's `[E:onnxruntime:…]`, Paddle Lite's
+    # `[F 12/20  9:56:17.932 …]`, transformers' `[ERROR|file.py:12] …`, loguru's `| ERROR    | mod:fn:1 - `
+    r"\[[EF]:onnxruntime:", r"^\[[EF] [0-9][0-9]?/[0-9][0-9]? ", r"^\[(?:ERROR|CRITICAL)\|", r"\| (?:ERROR|CRITICAL) +\| ",
     r"(?:CRITICAL|FATAL) \[", r" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
     r"terminate called after throwing",  # a C++ abort
     r"^!!! Exception during processing !!!",  # ComfyUI's report of a failed node (logformats.PREFIX_RES)
@@ -92,9 +96,10 @@ BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or 
 # The words of an error in a line of no known grammar (plain-paste mode only: in a log of a known grammar a
 # line is an error by its level, never by a word of its message).
 PASTE_ERROR_RE = re.compile(r"(?i:(?:\b|_)(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
-                            r"invalid|unreachable|refused|denied|time(?:d)? ?out|timeout|not (?:available|found|"
+                            r"invalid|unreachable|refused|denied|time[ds]? ?out|timeout|not (?:available|found|"
                             r"supported|exist|visible|open(?:ed)?|match(?:ed)?|divisible|compatible|implemented|enough|"
-                            r"allowed|ready|initiali[sz]ed|comply)|does not (?:exist|match|comply)|doesn't match|"
+                            r"allowed|ready|initiali[sz]ed|comply|(?:set )?correctly)|does not (?:exist|match|comply|allow)|doesn't match|can not|"
+                            r"(?:is|are)n't enough|must be set|expected\b.{1,80}\bbut (?:got|found|received)|"
                             r"no such|killed|segmentation fault|core dumped|panic|has no attribute|no module named|is null|"
                             r"null ?pointer|mismatch(?:ed|es)?|unsupport(?:ed)?|unavailable|illegal|incorrect|insufficient|"
                             r"overflow|out of memory|no space left|exceed(?:s|ed)?|corrupt(?:ed)?|abnormal|wrong|busy|"

@@ -39,6 +39,14 @@ WIDER = [
     "dev id 0, The address does not comply with the NVMe protocol(must be aligned with 4KB).",
     # modelarts-ascend-vllm-faq-ray-cgraph-get-timeout-multinode-2025: `timeout` after an underscore
     "If the execution is expected to take a long time, increase RAY_CGRAPH_get_timeout which is currently 10 seconds.",
+    "The wait execution of the Notify register times out.",  # cann-doc-notify-register-wait-times-out-2022
+    "npuDeviceID does not allow repetitive element",  # mindie-notes-npudeviceids-size-not-equal-worldsize-2025
+    # mindspore-faq-auto-parallel-np-tensor-can-not-be-split-by-strategy-2022
+    "np_tensor can not be split by strategy!",
+    "Stream isn't enough",  # mindspore-faq-stream-isnt-enough-ascend-stream-limit-2024
+    "selfRef expected dtype is DT_INT32 but found DT_BFLOAT16.",  # vllm-ascend-1883-selfref-expected-dtype-int32-bf16-2025
+    # vllm-ascend-7711-pd-hccn-conf-not-mounted-device-ip-not-set-2026
+    "[RanktablCheck] 'device ip' is not set correctly, must be set when multi Server or HCCL INTRA ROCE ENABLE enabled",
 ]
 
 
@@ -89,6 +97,21 @@ PREFIXED = [
     ("8卡910B3，vllm-ascend v0.10.2rc1镜像部署GLM4.5V报错“AssertionError: 12 is not divisible by 8”，为啥卡数需要能被12整除？？",
      'AssertionError: 12 is not divisible by 8"，为啥卡数需要能被12整除？？'),
     # mindspeed-core-ms-faq-libsndfile-cannot-load-library-2025: no space after the class's colon
+    # mindformers-faq-hccl-tools-socket-gaierror-hostname-in-docker-2024: the standard library's lower-case class
+    ("socket.gaierror: [Errno -2] Name or service not known", "socket.gaierror: [Errno -2] Name or service not known"),
+    # mindspore-matmul-grad-sens-blog-2022: after Chinese prose and an ASCII colon (the quotes read as ASCII)
+    ("报错信息:ValueError: For ‘MatMul’, the input dimensions must be equal, but got ‘x1_col’: 2 and ‘x2_row’: 1. And ‘x’ shape 2, 3, ‘y’ shape 1, 3.",
+     "ValueError: For 'MatMul', the input dimensions must be equal, but got 'x1_col': 2 and 'x2_row': 1. And 'x' shape 2, 3, 'y' shape 1, 3."),
+    # mindone-293-pangu-draw-v3-no-module-named-te-flashattention-2024: inside backticks after Chinese prose
+    ("我去掉了try逻辑，报错 `ModuleNotFoundError: No module named 'te'`", "ModuleNotFoundError: No module named 'te'`"),
+    # onnxruntime-18807-cann-failure-500001-aclopcompileandexecute-conv-ascend310-2023: ONNX Runtime's logger at level E
+    ("2023-12-13 20:11:34.351330063 [E:onnxruntime:Default, cann_call.cc:139 CannCall] CANN failure 500001: ACL_ERROR_FAILURE ; NPU=0 ; hostname=ecs-b520 ; expr=aclopCompileAndExecute(opname.c_str(), prepar",
+     "CANN failure 500001: ACL_ERROR_FAILURE ; NPU=0 ; hostname=ecs-b520 ; expr=aclopCompileAndExecute(opname.c_str(), prepar"),
+    # paddle-lite-9855-nnadapter-no-device-specified-python-2.11-a200dk-2022: Paddle Lite's logger at level F
+    ("[F 12/20  9:56:17.932 ...e-v2.11/lite/kernels/nnadapter/engine.cc:294 Engine] Check failed: (device_names.size() > 0): 0!>0 No device specified.",
+     "Check failed: (device_names.size() > 0): 0!>0 No device specified."),
+    # vllm-ascend-12907-qwen36-w8a8-fp16-quantmatmul-scale-dtype-ez1001-2026: a class with its code and no message
+    ("AclNN_Parameter_Error(EZ1001):", "AclNN_Parameter_Error(EZ1001):"),
     ("OSError:cannot load library 'libsndfile.so':libsndfile.so: cannot open sharedobject file: No such file or directory",
      "OSError: cannot load library 'libsndfile.so':libsndfile.so: cannot open sharedobject file: No such file or directory"),
 ]
