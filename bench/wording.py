@@ -6,7 +6,9 @@ where it abstains, stage 2 is the word-statistics guess (X097, msdoctor/facts/wo
 guessed by ten-fold cross-validation (a case's model is trained WITHOUT the tenth of the corpus it is in: the
 rules + the other nine tenths; leave-one-case-out would train the regression 882 times); the blind sets
 (tests/realworld/blind/*) are guessed by the model built from the rules and the whole corpus, as shipped.
-A case is right / wrong / abstained per stage.
+A case is right / wrong / abstained per stage. The last row asks how it does on cases of the future: the corpus
+in the order git first added each case, its second half cut in fifths, each fifth guessed by a model of only
+what was there before it (the cases and the rule files added earlier), keyword stage as today.
 
     python bench/wording.py [--write] [--verbose] [--threshold P]
 """
@@ -15,9 +17,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -32,6 +37,64 @@ def keyword_area(blocks: list[tuple[list[str], list[str]]]) -> str | None:
         if c is not None:
             return c.area
     return None
+
+
+def added_times() -> dict[str, int]:
+    """When git first added each corpus case (folder name) and each rule file (rule id), in epoch seconds."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "log", "--diff-filter=A", "--name-only", "--format=@%ct", "--",
+                              "tests/realworld/logs", "rules"], capture_output=True, text=True, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    when: dict[str, int] = {}
+    t = 0
+    for line in out.splitlines():  # newest first: the last time a path is seen is when it was added first
+        if line.startswith("@"):
+            t = int(line[1:])
+        elif line.endswith("/SOURCE.md"):
+            when[line.split("/")[-2]] = t
+        elif line.startswith("rules/") and line.endswith(".toml"):
+            when[Path(line).stem] = t
+    return when
+
+
+Blocks = list[tuple[list[str], list[str]]]
+
+
+def by_date(corpus: list[tuple[str, str, Blocks]], named: list[tuple[str, str, set[str]]],
+            toks: Callable[[Blocks], set[str]], params: dict[str, Any]) -> str:  # fmt: skip
+    """The table row of the split by collection date (see the module's docstring)."""
+    from msdoctor import wordinggen as wg
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.facts.wording import from_doc
+
+    when = added_times()
+    if not when:
+        return "| corpus by collection date | (not a git checkout) | | | | | | |"
+    ids = [r.id for r in load_catalogue()]
+    order = sorted(corpus, key=lambda c: (when.get(c[0], 0), c[0]))
+    n, start = len(order), len(order) // 2
+    tally: Counter[str] = Counter()
+    bounds = [start + (n - start) * i // 5 for i in range(6)]
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        cut = when.get(order[lo][0], 0)
+        before = {c[0] for c in order[:lo]}
+        docs = [(a, t) for name, a, t in named if name in before]
+        rules = list(wg.rule_docs(rules=[i for i in ids if when.get(i, 0) < cut]))
+        model = from_doc(wg.build(rules + docs, params))
+        for _name, area, blocks in order[lo:hi]:
+            if not blocks:
+                tally["none"] += 1
+                continue
+            kw = keyword_area(blocks)
+            if kw is not None:
+                tally["kw right" if kw == area else "kw wrong"] += 1
+                continue
+            g = model.guess(toks(blocks))
+            tally["abstain" if g is None else ("nb right" if g.area == area else "nb wrong")] += 1
+    m = n - start
+    return (f"| corpus by collection date (last half, by fifths) | {m} | {m - tally['none']} | {tally['kw right']} | "
+            f"{tally['kw wrong']} | {tally['nb right']} | {tally['nb wrong']} | {tally['abstain']} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         n = len(items)
         lines_out.append(f"| {label} | {n} | {n - tally['none']} | {tally['kw right']} | {tally['kw wrong']} | "
                          f"{tally['nb right']} | {tally['nb wrong']} | {tally['abstain']} |")  # fmt: skip
+    lines_out.append(by_date(corpus, named, toks, params))
     text = "\n".join(lines_out)
     print(text)
     if args.write:
