@@ -48,13 +48,23 @@ TASK_TIMEOUT_RE = re.compile(r"\b50704[678]\b|\b507034\b|\b107020\b|fftsplus tim
 MODEL_STREAM_WRAPPERS = frozenset({"DATA021"})
 
 
+# A rule that reads the failing STATEMENT (where the fault happened) rather than the error: a weight loader's
+# `….copy_(loaded_weight)` echoed above its exception (CKPT029). It outranks a code family's generic reading of the
+# exception (EZ1001's `1536 and 192 cannot broadcast` is the checkpoint's shape, not a numerics fault), but a
+# specific rule of another area under it (an out-of-memory raised inside the copy) says what failed: it yields.
+STATEMENT_RULES = frozenset({"CKPT029"})
+
+
 def yields_to_task(rule: str, others: Iterable[str]) -> bool:
-    """A model-stream wrapper beside a device-task rule (NUM, not a code family) of the same log yields to it."""
-    if rule not in MODEL_STREAM_WRAPPERS:
+    """A model-stream wrapper beside a device-task rule (NUM, not a code family) of the same log yields to it;
+    a statement rule beside a specific rule of another area yields to that rule."""
+    if rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES:
         return False
     from msdoctor.engine.codes import family_rules
 
     generic = family_rules()
+    if rule in STATEMENT_RULES:
+        return any(o[:-3] != rule[:-3] and o not in generic and not o.endswith(("097", "099")) for o in others)
     return any(o.startswith("NUM") and o not in generic and o not in MODEL_STREAM_WRAPPERS for o in others)
 
 
@@ -75,7 +85,8 @@ def terminal(rank: Rank) -> tuple[str, dict[str, Any] | None]:
     after = demote_task_timeouts(rank.get("after_progress") or [])
     roots = [e for e in after if e.get("role") == "root" and e.get("severity") == "error"]
     if roots:
-        return "root", _most_specific(roots)
+        names = [str(e.get("rule") or "") for e in roots]
+        return "root", _most_specific([e for e in roots if not yields_to_task(str(e.get("rule") or ""), names)] or roots)
     roots = [e for e in after if e.get("role") == "root" and e.get("severity") == "warning"]
     cons = [e for e in after if e.get("role") == "consequence"]
     if cons:

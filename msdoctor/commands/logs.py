@@ -182,6 +182,8 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
         r = ROLE_ORDER.get(str(f.data.get("role")), 2)
         if r == 1 and yields_to_task(f.rule, cand_rules):
             return 1.25  # a model stream's 0x91 report wraps the failed task that a NUM rule describes
+        if r == 0 and yields_to_task(f.rule, cand_rules):
+            return 0.5  # a failing statement (CKPT029) under which another area's specific rule says what failed
         if collective and r == 0 and not f.rule.startswith("COMM") and any(TASK_TIMEOUT_RE.search(e.text) for e in f.evidence):
             return 1.5  # a device-task time-out beside a collective time-out is that collective's task
         return r

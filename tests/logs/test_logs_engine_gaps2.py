@@ -150,6 +150,36 @@ def test_a_model_streams_0x91_report_yields_to_the_failed_tasks_own_report(tmp_p
         assert event["rule"].startswith(want[:3]) and (want == "DATA021") == (event["rule"] == "DATA021")
 
 
+# A failing statement (CKPT029, a weight loader's copy) outranks a code family's reading of the exception under it
+# (verl#6191: EZ1001 `1536 and 192 cannot broadcast`, NUM030), but yields to another area's specific rule. The two
+# lines of the second paste are real lines of two cases put together here (no case holds an OOM inside the copy):
+# verl-6191-qwen3-vl-30b-fused-moe-load-w13-inplacecopy-161002-cannot-broadcast-2026 and
+# ms-swift-9403-megatron-qwen3-235b-lora-910b4-npu-oom-2026.
+VERL_6191 = CORPUS / "verl-6191-qwen3-vl-30b-fused-moe-load-w13-inplacecopy-161002-cannot-broadcast-2026" / "log.txt"
+COPY_THEN_OOM = (
+    "(vLLMHttpServer pid=443052) (Worker_TP0 pid=443798) ERROR 04-28 20:03:54 [multiproc_executor.py:932]     "
+    "expert_data.copy_(loaded_weight)\n"
+    "RuntimeError: NPU out of memory. Tried to allocate 26.44 GiB (NPU 2; 60.96 GiB total capacity; 30.23 GiB already "
+    "allocated; 30.23 GiB current active; 25.36 GiB free; 33.08 GiB reserved in total by PyT\n"
+)
+
+
+@pytest.mark.parametrize(("text", "want"), [(None, "CKPT029"), (COPY_THEN_OOM, "MEM013")])
+def test_a_failing_statement_yields_to_another_areas_specific_rule_only(tmp_path, text, want):
+    from msdoctor.checks.logs import terminal, yields_to_task
+    from msdoctor.commands.logs import headline_finding, signature_findings
+    from msdoctor.facts.logs import collect
+
+    assert yields_to_task("CKPT029", ["CKPT029", "MEM013"])
+    assert not yields_to_task("CKPT029", ["CKPT029", "NUM030", "ENV099", "NUM097"])  # a code family, the fallbacks
+    (tmp_path / "log.txt").write_text(VERL_6191.read_text(encoding="utf-8") if text is None else text, encoding="utf-8")
+    facts, _ = collect([str(tmp_path)])
+    head = headline_finding(signature_findings(facts.get_known("logs.hits")))
+    assert head is not None and head.rule == want
+    roots = [{"rule": "CKPT029", "role": "root", "severity": "error"}, {"rule": "MEM013", "role": "root", "severity": "error"}]
+    assert terminal({"after_progress": roots}) == ("root", roots[1])
+
+
 # -- torchrun's failure summary ------------------------------------------------------------------------------
 # Real pastes (no corpus case holds the summary yet): a DeepSpeed/accelerate run on one 6-GPU host whose rank 3
 # was SIGKILLed (issue thread of 2023-08-01, host r1n2a6000bittensor), and ROCm/ROCm#5788 (xDiT under torchrun,
