@@ -27,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 HEAD = "## Real-world logs, two-stage wording fallback"
+Blocks = list[tuple[list[str], list[str]]]
 
 
 def keyword_area(blocks: list[tuple[list[str], list[str]]]) -> str | None:
@@ -37,6 +38,21 @@ def keyword_area(blocks: list[tuple[list[str], list[str]]]) -> str | None:
         if c is not None:
             return c.area
     return None
+
+
+def score_case(tally: Counter[str], area: str, blocks: Blocks, model: Any, toks: Callable[[Blocks], set[str]]) -> Any:
+    """Count one case in ``tally`` (no error block / keyword right or wrong / guess right, wrong or abstained);
+    the model's guess where the keyword stage abstained, else None."""
+    if not blocks:
+        tally["none"] += 1
+        return None
+    kw = keyword_area(blocks)
+    if kw is not None:
+        tally["kw right" if kw == area else "kw wrong"] += 1
+        return None
+    g = model.guess(toks(blocks))
+    tally["abstain" if g is None else ("nb right" if g.area == area else "nb wrong")] += 1
+    return g
 
 
 def added_times() -> dict[str, int]:
@@ -56,9 +72,6 @@ def added_times() -> dict[str, int]:
         elif line.startswith("rules/") and line.endswith(".toml"):
             when[Path(line).stem] = t
     return when
-
-
-Blocks = list[tuple[list[str], list[str]]]
 
 
 def by_date(corpus: list[tuple[str, str, Blocks]], named: list[tuple[str, str, set[str]]],
@@ -83,15 +96,7 @@ def by_date(corpus: list[tuple[str, str, Blocks]], named: list[tuple[str, str, s
         rules = list(wg.rule_docs(rules=[i for i in ids if when.get(i, 0) < cut]))
         model = from_doc(wg.build(rules + docs, params))
         for _name, area, blocks in order[lo:hi]:
-            if not blocks:
-                tally["none"] += 1
-                continue
-            kw = keyword_area(blocks)
-            if kw is not None:
-                tally["kw right" if kw == area else "kw wrong"] += 1
-                continue
-            g = model.guess(toks(blocks))
-            tally["abstain" if g is None else ("nb right" if g.area == area else "nb wrong")] += 1
+            score_case(tally, area, blocks, model, toks)
     m = n - start
     return (f"| corpus by collection date (last half, by fifths) | {m} | {m - tally['none']} | {tally['kw right']} | "
             f"{tally['kw wrong']} | {tally['nb right']} | {tally['nb wrong']} | {tally['abstain']} |")
@@ -142,22 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     for label, items in sets.items():
         tally: Counter[str] = Counter()
         for name, area, blocks in items:
-            if not blocks:
-                tally["none"] += 1
-                continue
-            kw = keyword_area(blocks)
-            if kw is not None:
-                tally["kw right" if kw == area else "kw wrong"] += 1
-                continue
-            model = fold_models[fold_of[name]] if label.startswith("corpus") else full
-            g = model.guess(toks(blocks))
-            if g is None:
-                tally["abstain"] += 1
-            else:
-                ok = g.area == area
-                tally["nb right" if ok else "nb wrong"] += 1
-                if args.verbose and not ok:
-                    print(f"wrong {area:5} got {g.area:5} {g.probability:.2f} {name[:50]:50} {list(g.words)}")
+            model = fold_models[fold_of.get(name, 0)] if label.startswith("corpus") else full  # (unused without blocks)
+            g = score_case(tally, area, blocks, model, toks)
+            if args.verbose and g is not None and g.area != area:
+                print(f"wrong {area:5} got {g.area:5} {g.probability:.2f} {name[:50]:50} {list(g.words)}")
         n = len(items)
         lines_out.append(f"| {label} | {n} | {n - tally['none']} | {tally['kw right']} | {tally['kw wrong']} | "
                          f"{tally['nb right']} | {tally['nb wrong']} | {tally['abstain']} |")  # fmt: skip
