@@ -49,6 +49,18 @@ def test_code_lookup_exact_family_and_unknown():
     assert lookup("EX1234") is None and lookup("999999") is None and lookup("E1234") is None
 
 
+def test_aclnn_parameter_codes_name_the_area_of_the_ez1001_printed_with_them():
+    # vllm-project/vllm-ascend#11720: the aclnn return code and the EZ code of the same rejected call. ACLNN_ERR_PARAM_*
+    # (161xxx) is the operator's input check that CANN prints as EZ1001; both must name one area, not ENV and NUM.
+    code = ("(Worker_TP0 pid=422) ERROR 07-07 06:13:02 [multiproc_executor.py:962] RuntimeError: npu_fusion_attention:"
+            "../third_party/op-plugin/op_plugin/ops/opapi/FlashAttentionKernelNpuOpApi.cpp:1345 NPU function error: "
+            "call aclnnFlashAttentionVarLenScore failed, error code is 161001")  # fmt: skip
+    ez = ("(EngineCore pid=396) ERROR 07-07 06:13:02 [core.py:1167] [PID: 422] 2026-07-07-06:13:02.099.798 "
+          "AclNN_Parameter_Error(EZ1001): FlashAttentionScore launch kernel failed.")  # fmt: skip
+    assert lookup("161002").rule == lookup("EZ1001").rule == "NUM030"  # type: ignore[union-attr]
+    assert set(fired(code)) & {"NUM030", "ENV050"} == {"NUM030"} and "NUM030" in fired(ez)
+
+
 def test_atc_e19010_is_a_listed_unsupported_operator_code():
     # open-mmlab/mmagic#1068: ATC has no ONNX parser for mmcv's grid_sampler (CANN GE error reference E19010)
     line = "E19010: No parser is registered for Op [grid_sampler_3140, optype [ai.onnx::11::grid_sampler]]."
