@@ -199,6 +199,9 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # (`…镜像部署GLM4.5V报错“AssertionError: 12 is not divisible by 8”，为啥…`: also inside an opening quote)
     ("", re.compile(r"^[^\n]{0,400}[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]\s*[:：]?\s*[\"'`“‘「『]?\s*"
                     r"(?=[A-Za-z_][\w.]{0,120}(?:Error|Exception): )")),
+    # a markdown or e-mail quote (`> RuntimeError: …`, `> > …` nested, a REPL's `>>> `): GitHub issues quote the
+    # error they ask about; one space after the marks is the quote's, the rest stays (a quoted frame's indent)
+    ("", re.compile(r"^ {0,3}>(?: ?>)* (?=\S| )")),
     # pytest's report of a failed test: `E       RuntimeError: Response is empty` (and its `>       code` line)
     ("", re.compile(r"^[E>] {3,}(?=\S)")),
     # a Python logger's `[file.py:654] ` left when the paste cut the level and time before it (vLLM's
@@ -268,7 +271,16 @@ def split_embedded(text: str) -> list[str]:
     if "\\n" not in text:
         return [text]
     pieces = text.replace('\\"', '"').replace("\\t", "\t").split("\\n")
+    if len(pieces) > 1:  # the string's own quotes (and a JSON body's key) are not part of its first and last lines
+        pieces[0] = JSON_OPEN_RE.sub("", pieces[0], count=1)
+        pieces[-1] = JSON_CLOSE_RE.sub("", pieces[-1], count=1)
     return [p for p in pieces if p.strip()]
+
+
+# `{"error": "` / `{"detail": {"message": "` / a bare opening quote before the first line of an embedded message, and
+# the closing `"}` after its last
+JSON_OPEN_RE = re.compile(r'^\s*(?:\{\s*"[\w .-]{1,60}"\s*:\s*){1,3}"|^\s*"(?=\S)')
+JSON_CLOSE_RE = re.compile(r'"\s*\}{0,3}\s*,?\s*$')
 
 
 # -- MindSpore exception banners ----------------------------------------------------------------

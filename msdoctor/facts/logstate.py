@@ -388,7 +388,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         return  # the source line a traceback quotes under its frame, not a message
     if lineno == st.joined_line:
         return  # the `what():` line of the C++ exception above, already joined to it
-    for piece in split_embedded(text):
+    pieces = split_embedded(text)
+    for piece in pieces:
         rank: int | None = None
         level_error = False
         prefix_level: str | None = None
@@ -408,6 +409,14 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             continue
         _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error,
                      frames_lookup, prefix_level)
+        if len(pieces) > 1:  # a later line of the same string without a stamp of its own has this one's
+            rec = parse_line(piece)
+            if rec.time is not None:
+                ts_lookup = _stamp(rec.time, rec.ts_text)
+
+def _stamp(ts: float, ts_text: str | None) -> TsLookup:
+    return lambda: (ts, ts_text)
+
 
 # vLLM's `ERROR 05-15 11:58:24 [engine.py:448] message` (after an optional Ray `(… pid=N)`): the prefix is
 # stripped before matching, but its level still says the line is an error. A message indented after the

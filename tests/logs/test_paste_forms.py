@@ -1,0 +1,55 @@
+"""Real corpus logs pasted again in forms that bench/paste.py found to break a verdict: a markdown quote (`> ` before
+every line, as GitHub issues quote the error they ask about) and the whole log as one JSON string (a serving API's
+error body). Each must give the verdict the log gives as it was pasted."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from msdoctor.facts.logformats import split_embedded, strip_prefix_info
+from tests.conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import paste  # noqa: E402
+
+CASES = ROOT / "tests" / "realworld" / "logs"
+# dlrover#977: Megatron's load_checkpoint KeyErrors; the MindSpore TBE compile failure whose compiler check (EB0000)
+# says why (NUM037, ahead of the block's generic `task compile Failed`, ENV016)
+QUOTED = "dlrover-977-megatron-load-checkpoint-keyerror-iteration-flash-ckpt-2024"
+IN_JSON = "mindspore-doc-eb0000-transpose-data-ub-exceed-bound-unsupported-2021"
+
+
+def root_rule(path: Path) -> str | None:
+    r = run_cli("logs", "--json", str(path))
+    return (json.loads(r.out).get("root_cause") or {}).get("rule")
+
+
+def test_a_markdown_quote_is_a_paste_prefix():
+    assert strip_prefix_info("> KeyError: 'total_iters'").text == "KeyError: 'total_iters'"
+    assert strip_prefix_info("> > RuntimeError: x").text == "RuntimeError: x"
+    # the pytest report's `>       code` line stays a code line, not a message
+    assert strip_prefix_info(">       iteration = state_dict['iteration']").text == "iteration = state_dict['iteration']"
+    assert strip_prefix_info("a -> b").text == "a -> b"
+
+
+def test_an_embedded_string_loses_its_json_quotes():
+    assert split_embedded('{"error": "Traceback (most recent call last):\\nKeyError: \'x\'\\n"}') == [
+        "Traceback (most recent call last):", "KeyError: 'x'"]  # fmt: skip
+    assert split_embedded('{"detail": {"message": "a\\nb"}}') == ["a", "b"]
+
+
+@pytest.mark.parametrize(("case", "form"), [(QUOTED, "quote"), (IN_JSON, "json")])
+def test_verdict_survives_the_paste_form(case, form, tmp_path):
+    src = CASES / case
+    name = next(p.name for p in src.iterdir() if p.name != "SOURCE.md")
+    as_pasted = root_rule(src / name)
+    assert as_pasted is not None
+    again = paste.FORMS[form]((src / name).read_text(encoding="utf-8"))
+    (tmp_path / name).write_text(again, encoding="utf-8")
+    assert root_rule(tmp_path / name) == as_pasted
