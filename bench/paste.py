@@ -14,6 +14,8 @@ or it has none) is a grammar the readers do not survive; the row per form says h
 * `wrap`            a browser or terminal that breaks lines at 100 characters (the rest on the next line)
 * `json`            the whole log as one JSON string with literal `\\n` (a serving API's error body, a notebook cell)
 * `html`            a forum page's entities (`&lt;`, `&gt;`, `&quot;`, `&#39;`, `&amp;`)
+* `nbsp`            a web page's non-breaking spaces instead of spaces (a copy out of a rendered page)
+* `oneline`         the line breaks lost: every line joined with a space (a forum or Q&A form that flattens a paste)
 
     python bench/paste.py [--forms F,F] [--sample N] [--verbose] [--write] [CASE...]
 
@@ -64,6 +66,8 @@ FORMS = {
     "wrap": _wrap,
     "json": lambda text: json.dumps({"error": text}, ensure_ascii=False) + "\n",
     "html": lambda text: html.escape(text, quote=True),
+    "nbsp": lambda text: text.replace(" ", "\u00a0"),
+    "oneline": lambda text: " ".join(ln.strip() for ln in text.splitlines() if ln.strip()) + "\n",
 }
 
 

@@ -268,13 +268,19 @@ def strip_prefixes(text: str) -> tuple[str, int | None]:
 
 def split_embedded(text: str) -> list[str]:
     """A message quoted in a JSON string or a Python repr (literal ``\n`` between its lines) → its lines."""
+    return [p for _i, p in split_embedded_at(text)]
+
+
+def split_embedded_at(text: str) -> list[tuple[int, str]]:
+    """:func:`split_embedded` with each line's index in the string, blank lines counted (a blank line between two
+    lines of a string parts them as it does in a file)."""
     if "\\n" not in text:
-        return [text]
+        return [(0, text)]
     pieces = text.replace('\\"', '"').replace("\\t", "\t").split("\\n")
-    if len(pieces) > 1:  # the string's own quotes (and a JSON body's key) are not part of its first and last lines
-        pieces[0] = JSON_OPEN_RE.sub("", pieces[0], count=1)
-        pieces[-1] = JSON_CLOSE_RE.sub("", pieces[-1], count=1)
-    return [p for p in pieces if p.strip()]
+    # the string's own quotes (and a JSON body's key) are not part of its first and last lines
+    pieces[0] = JSON_OPEN_RE.sub("", pieces[0], count=1)
+    pieces[-1] = JSON_CLOSE_RE.sub("", pieces[-1], count=1)
+    return [(i, p) for i, p in enumerate(pieces) if p.strip()]
 
 
 # `{"error": "` / `{"detail": {"message": "` / a bare opening quote before the first line of an embedded message, and

@@ -26,7 +26,7 @@ from msdoctor.facts.logformats import (
     parse_ts,
     rank_from_path,
     rank_hints,
-    split_embedded,
+    split_embedded_at,
     strip_prefix_info,
     strip_prefixes,
     world_size_hint,
@@ -388,8 +388,12 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         return  # the source line a traceback quotes under its frame, not a message
     if lineno == st.joined_line:
         return  # the `what():` line of the C++ exception above, already joined to it
-    pieces = split_embedded(text)
-    for piece in pieces:
+    pieces = split_embedded_at(text)
+    last = 0
+    for at, piece in pieces:
+        if at - last > 1 and st.specific_line == lineno:
+            st.specific_line = lineno - 2  # a blank line of the string ended the detail of the rule read above it
+        last = at
         rank: int | None = None
         level_error = False
         prefix_level: str | None = None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from msdoctor.facts.logformats import split_embedded, strip_prefix_info
+from msdoctor.facts.logformats import split_embedded, split_embedded_at, strip_prefix_info
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +23,9 @@ CASES = ROOT / "tests" / "realworld" / "logs"
 # says why (NUM037, ahead of the block's generic `task compile Failed`, ENV016)
 QUOTED = "dlrover-977-megatron-load-checkpoint-keyerror-iteration-flash-ckpt-2024"
 IN_JSON = "mindspore-doc-eb0000-transpose-data-ub-exceed-bound-unsupported-2021"
+# LLaMA-Factory#4836: torch_npu's CPU-fallback warning (ENV086), a blank line, then the kernel's EZ9999 (NUM030): in one
+# string the blank line must still part the error from the warning's detail
+IN_JSON_BLANK = "llamafactory-4836-ez9999-aivec-exception-baichuan2-2024"
 
 
 def root_rule(path: Path) -> str | None:
@@ -42,9 +45,10 @@ def test_an_embedded_string_loses_its_json_quotes():
     assert split_embedded('{"error": "Traceback (most recent call last):\\nKeyError: \'x\'\\n"}') == [
         "Traceback (most recent call last):", "KeyError: 'x'"]  # fmt: skip
     assert split_embedded('{"detail": {"message": "a\\nb"}}') == ["a", "b"]
+    assert split_embedded_at('"a\\n\\nb\\n"') == [(0, "a"), (2, "b")]
 
 
-@pytest.mark.parametrize(("case", "form"), [(QUOTED, "quote"), (IN_JSON, "json")])
+@pytest.mark.parametrize(("case", "form"), [(QUOTED, "quote"), (IN_JSON, "json"), (IN_JSON_BLANK, "json")])
 def test_verdict_survives_the_paste_form(case, form, tmp_path):
     src = CASES / case
     name = next(p.name for p in src.iterdir() if p.name != "SOURCE.md")
