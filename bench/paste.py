@@ -45,7 +45,8 @@ def _each_line(fn):
     return lambda text: "".join(fn(ln) for ln in text.splitlines(keepends=True))
 
 
-def _wrap(text: str, width: int = 100) -> str:
+def hard_wrap(text: str, width: int = 100) -> str:
+    """``text`` cut at ``width`` columns, mid-word, the rest of each long line on the next (a terminal's copy)."""
     out = []
     for ln in text.splitlines():
         while len(ln) > width:
@@ -63,7 +64,7 @@ FORMS = {
     "indent": _each_line(lambda ln: "    " + ln),
     "crlf": lambda text: text.replace("\r\n", "\n").replace("\n", "\r\n"),
     "ansi": _each_line(lambda ln: "\x1b[31m" + ln.rstrip("\n") + "\x1b[0m" + ("\n" if ln.endswith("\n") else "")),
-    "wrap": _wrap,
+    "wrap": hard_wrap,
     "json": lambda text: json.dumps({"error": text}, ensure_ascii=False) + "\n",
     "html": lambda text: html.escape(text, quote=True),
     "nbsp": lambda text: text.replace(" ", "\u00a0"),

@@ -251,12 +251,19 @@ def has_web_copy(data: bytes) -> bool:
     # the byte tests go before the regexes
     if b"&" in data and ENTITY_RE.search(data) is not None:
         return True
+    if b"\x1b[" in data:  # a terminal's colour codes kept by a copy of raw output: they cut a line's words apart
+        return True
     if data.isascii():
         return False
     return any(old in data for old, _new in WEB_CHARS) or (FW_COLON in data and FW_COLON_RE.search(data) is not None)
 
 
+ANSI_BYTES_RE = re.compile(rb"\x1b\[[0-9;?]{0,32}[A-Za-z]")
+
+
 def from_web_copy(data: bytes) -> bytes:
+    if b"\x1b[" in data:
+        data = ANSI_BYTES_RE.sub(b"", data)
     for old, new in WEB_CHARS:
         data = data.replace(old, new)
     if b"&" in data:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -281,13 +282,10 @@ CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"
 
 
 def _hard_wrap(text: str, width: int) -> str:
-    out = []
-    for line in text.splitlines():
-        while len(line) > width:
-            out.append(line[:width])
-            line = line[width:]
-        out.append(line)
-    return "\n".join(out) + "\n"
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from paste import hard_wrap  # the bench's paste form, one definition
+
+    return hard_wrap(text, width)
 
 
 @pytest.mark.parametrize("engine", ["python", "grep"])

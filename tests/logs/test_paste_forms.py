@@ -1,6 +1,6 @@
 """Real corpus logs pasted again in forms that bench/paste.py found to break a verdict: a markdown quote (`> ` before
-every line, as GitHub issues quote the error they ask about) and the whole log as one JSON string (a serving API's
-error body). Each must give the verdict the log gives as it was pasted."""
+every line, as GitHub issues quote the error they ask about), the whole log as one JSON string (a serving API's
+error body) and a terminal's colour codes kept around each line. Each must give the verdict the log gives as it was pasted."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ IN_JSON = "mindspore-doc-eb0000-transpose-data-ub-exceed-bound-unsupported-2021"
 # LLaMA-Factory#4836: torch_npu's CPU-fallback warning (ENV086), a blank line, then the kernel's EZ9999 (NUM030): in one
 # string the blank line must still part the error from the warning's detail
 IN_JSON_BLANK = "llamafactory-4836-ez9999-aivec-exception-baichuan2-2024"
+# verl#4200: a metric line `training/rollout_probs_diff_max:nan` (NUM016) with a terminal's colour codes around it
+IN_COLOUR = "verl-4200-fp16-npu-rollout-probs-nan-2025"
 
 
 def root_rule(path: Path) -> str | None:
@@ -48,7 +50,7 @@ def test_an_embedded_string_loses_its_json_quotes():
     assert split_embedded_at('"a\\n\\nb\\n"') == [(0, "a"), (2, "b")]
 
 
-@pytest.mark.parametrize(("case", "form"), [(QUOTED, "quote"), (IN_JSON, "json"), (IN_JSON_BLANK, "json")])
+@pytest.mark.parametrize(("case", "form"), [(QUOTED, "quote"), (IN_JSON, "json"), (IN_JSON_BLANK, "json"), (IN_COLOUR, "ansi")])
 def test_verdict_survives_the_paste_form(case, form, tmp_path):
     src = CASES / case
     name = next(p.name for p in src.iterdir() if p.name != "SOURCE.md")
