@@ -72,6 +72,11 @@ FORMS = {
 }
 
 
+def _right(s: rw.Score) -> bool:
+    """A headline of the expected area (a case without one, right only by an info finding, is not counted)."""
+    return s.status in ("found", "partial") and s.headline is not None
+
+
 def pasted(case: rw.Case, form: str, into: Path) -> rw.Case:
     """A copy of the case whose text files are pasted in ``form`` (SOURCE.md unchanged)."""
     dst = into / case.name
@@ -100,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"bench/paste.py: unknown form(s) {unknown}; known: {list(FORMS)}", file=sys.stderr)
         return 2
-    right = [s.case for s in map(rw.score, rw.cases(args.cases or None)) if s.status in ("found", "partial")
-             and s.headline is not None]  # fmt: skip
+    right = [s.case for s in map(rw.score, rw.cases(args.cases or None)) if _right(s)]
     if args.sample and args.sample < len(right):
         right = [right[i * len(right) // args.sample] for i in range(args.sample)]
     lost: dict[str, list[str]] = {f: [] for f in forms}
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             where.mkdir()
             for case in right:
                 s = rw.score(pasted(case, form, where))
-                if s.status not in ("found", "partial") or s.headline is None:
+                if not _right(s):
                     lost[form].append(case.name)
                     misled[form] += s.status == "misleading"
                     if args.verbose:

@@ -17,6 +17,9 @@ from msdoctor.facts.logformats import split_embedded, strip_prefixes
 from tests.conftest import run_cli
 from tests.logs.conftest import SAMPLES
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from paste import hard_wrap  # noqa: E402  (bench/paste.py's hard-wrap form: one definition)
+
 SIGS = signature_set(load_catalogue())
 
 # vllm-project/vllm-ascend#3413 (EI0002 from one process; torch_npu prefix with RankID)
@@ -281,13 +284,6 @@ def test_every_rules_real_lines_still_fire_after_the_web_copy_normalisation():
 CORPUS = Path(__file__).resolve().parent.parent / "realworld" / "logs"
 
 
-def _hard_wrap(text: str, width: int) -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from paste import hard_wrap  # the bench's paste form, one definition
-
-    return hard_wrap(text, width)
-
-
 @pytest.mark.parametrize("engine", ["python", "grep"])
 @pytest.mark.parametrize("width", [100, 120])  # both cut `halMemAlloc failed: device_id=7, size=…` in two
 def test_a_paste_hard_wrapped_at_a_terminal_width_is_read_whole(tmp_path, spec, engine, width):
@@ -298,7 +294,7 @@ def test_a_paste_hard_wrapped_at_a_terminal_width_is_read_whole(tmp_path, spec, 
     text = (CORPUS / "cann-doc-tfmigr-89-devmm-heap-alloc-managed-out-of-memory-2021" / "log.txt").read_text(encoding="utf-8")
     s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
     f = tmp_path / "paste.log"
-    f.write_text(_hard_wrap(text, width), encoding="utf-8")
+    f.write_text(hard_wrap(text, width), encoding="utf-8")
     out = scan_file(str(f), s)
     hit = out["hits"]["MEM014"]["first"]
     assert out["wrap_width"] == width and hit["groups"]["device"] == "7"
