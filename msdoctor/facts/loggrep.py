@@ -299,7 +299,12 @@ def _finish(f: _Open) -> dict[str, Any]:
     st.last_ts, st.last_ts_text = _ts_before(f.fd, f.size) if f.size else (None, None)
     m0 = TS_BYTES_RE.search(f.head)
     st.first_ts = parse_ts(m0.group(0).decode("ascii")) if m0 else st.last_ts
-    out.update(_summary(st, f.head, f.size, f.last_line))
+    # grep hands over only the lines it kept: the last of them is not the file's length. A file that fits in
+    # its head is counted there (a pasted excerpt); a longer one keeps the last kept line (counting would
+    # read the whole file again)
+    whole = f.size <= len(f.head)
+    n = f.head.count(b"\n") + (1 if f.head and not f.head.endswith(b"\n") else 0) if whole else f.last_line
+    out.update(_summary(st, f.head, f.size, max(n, f.last_line)))
     out["engine"] = "grep"
     if f.size and os.pread(f.fd, 1, f.size - 1) != b"\n":
         out["skipped"].append({"file": f.path, "reason": "last line has no newline (file truncated?)"})

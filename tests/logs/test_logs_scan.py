@@ -132,6 +132,25 @@ def test_grep_engine_agrees_with_the_python_engine(tmp_path, spec):
     assert gr["exceptions"] == py["exceptions"] and gr["exceptions"][-1]["sections"]["Kernel error"].startswith("Launch")
     assert gr["last_ts"] == py["last_ts"] and gr["anomalies"] == py["anomalies"]
     assert [s["reason"] for s in gr["skipped"]] == [s["reason"] for s in py["skipped"]]
+    assert gr["lines"] == py["lines"] == body.count("\n") + 1
+
+
+def test_grep_engine_counts_the_lines_after_the_last_error(tmp_path, spec):
+    """grep hands over only the lines it keeps; the file's length is still every line (a paste of an error and
+    the version lines under it is 5 lines read, not 1)."""
+    import shutil
+
+    import pytest
+
+    from msdoctor.facts.logscan import ScanSpec
+
+    if shutil.which("grep") is None:
+        pytest.skip("grep not installed: the Python engine is the only one")
+    f = tmp_path / "paste.log"
+    f.write_text("RuntimeError: ACL stream synchronize failed, error code:507035\n\nnpu version: 25.2.3\n"
+                 "vllm-ascend version: 0.13.0\nTransformers verison 4.57.6\n", encoding="utf-8")
+    gr = scan_file(str(f), ScanSpec(spec.sigs, grep_min_size=0))
+    assert gr.get("engine") == "grep" and gr["lines"] == 5
 
 
 def test_signature_set_cache_stays_exact_when_only_digits_differ():
