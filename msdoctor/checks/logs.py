@@ -458,8 +458,8 @@ def classify_first(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None
     read: set[tuple[Any, int]] = set()  # lines already read as part of an earlier block
     blocks = 0
     for e in fallback_candidates(facts):
-        if (e.get("file"), int(e.get("line") or 0)) in read:
-            continue
+        if (e.get("file"), int(e.get("line") or 0)) in read or e.get("echo"):
+            continue  # an echo's words (the operator it names) are not the error's: the word statistics still read it
         block = error_block(e, evs)
         line = int(e.get("line") or 0)
         read.update((e.get("file"), line + i) for i in range(3))

@@ -154,6 +154,8 @@ def _slim(ev: dict[str, Any], path: str) -> dict[str, Any]:
         d["step"] = ev["step"]
     if ev.get("frames"):
         d["frames"] = ev["frames"]
+    if ev.get("echo"):
+        d["echo"] = True
     if ev.get("prank") is not None:
         d["prank"] = ev["prank"]
     if ev.get("groups"):

@@ -547,6 +547,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if matches or rec.grammar != "plain":
         st.recognised += 1
     classified = False
+    echo = None  # True: only an info rule that knows the line as an echo of an error matched it
     level = line_level(rec, prefix_level, text) if matches else None  # only a rule's line needs its level
     quiet = level in QUIET_LEVELS
     for sm in matches:
@@ -587,6 +588,9 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         if rule.severity.value != "info" and ev.get("role") in ("root", "consequence"):
             classified = True
             st.add_anomaly(ev)
+        elif ev.get("role") == "consequence":
+            echo = True  # a line a rule knows as the echo of an error reported elsewhere (torch_npu's `The Inner error
+            # is reported as above … operator name is MatMul`): its words are not an error's to classify by keyword
     if rec.grammar == "traceback":
         st.last_traceback = lineno
         st.open_frames, st.open_tb_line = [], lineno
@@ -612,11 +616,12 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
             frames = list(open_frames) or (frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None)
             st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
-                                  ts, ts_text, exc_type=rec.exc_type or "", prank=prank, frames=frames or None))  # fmt: skip
+                                  ts, ts_text, exc_type=rec.exc_type or "", prank=prank, frames=frames or None,
+                                  echo=echo))  # fmt: skip
         return
     if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)
                            or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text))):
-        st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank))
+        st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank, echo=echo))
 
 def _elastic(st: _FileState, text: str, lineno: int) -> bool:
     """A line of torchrun's failure summary, read into ``st.elastic``; True when the line was one."""

@@ -166,6 +166,21 @@ def test_fallback_reads_past_a_block_that_names_no_area(tmp_path):
     assert rc["rule"] == "PAR099"
 
 
+@pytest.mark.parametrize("engine", ["python", "auto"])
+def test_an_echo_line_is_not_classified_by_the_operator_it_names(tmp_path, engine):
+    """torch_npu's `The Inner error is reported as above … operator name is MatMul` (NUM019, info) only echoes an
+    error printed above it. Alone, its operator's name is no evidence of a sharding fault: the keyword fallback
+    said PAR099 by `MatMul`. It does not read an echo; the word statistics may still guess (an info finding)."""
+    f = tmp_path / "x.log"
+    f.write_text("Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n"
+                 "RuntimeError: The Inner error is reported as above. The process exits for this inner error, and the "
+                 "current working operator name is MatMul.\n", encoding="utf-8")  # fmt: skip
+    d = run_cli("logs", str(f), "--json", "--engine", engine).json()
+    rules = {x["rule"]: x["severity"] for x in d["findings"]}
+    assert "NUM019" in rules and not any(r.endswith("099") for r in rules), rules
+    assert (d["root_cause"] or {}).get("rule") in (None, "") or not d["root_cause"]["rule"].endswith("099")
+
+
 def test_a_consequence_headline_does_not_silence_the_error_no_rule_knows(tmp_path):
     """torch_npu's `ERR02200 DIST call hccl api failed` only says a collective failed (a consequence); the
     error of another area no rule knows, read by its wording, heads the verdict; the consequence stays a finding."""
