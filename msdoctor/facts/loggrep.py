@@ -304,7 +304,7 @@ def _finish(f: _Open) -> dict[str, Any]:
     # read the whole file again)
     whole = f.size <= len(f.head)
     n = f.head.count(b"\n") + (1 if f.head and not f.head.endswith(b"\n") else 0) if whole else f.last_line
-    out.update(_summary(st, f.head, f.size, max(n, f.last_line)))
+    out.update(_summary(st, f.head, f.size, n))
     out["engine"] = "grep"
     if f.size and os.pread(f.fd, 1, f.size - 1) != b"\n":
         out["skipped"].append({"file": f.path, "reason": "last line has no newline (file truncated?)"})
