@@ -500,7 +500,18 @@ def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     from word statistics (msdoctor/facts/wording.py over msdoctor/data/wording_model.json)."""
     facts.need("logs.hits")
     found = facts.derived("logs.fallback.guess", lambda: _guess(facts))
-    if found is None or found[1].area != params["area"]:
+    if found is None:
+        cut = facts.derived("logs.fallback.cut_traceback", lambda: _cut_traceback_guess(facts))
+        if cut is not None and cut[1] == params["area"]:
+            tb, area, said = cut
+            msg = (f"a weak guess, not a diagnosis: the traceback at {tb.get('file')}:{tb.get('line')} ends without "
+                   f"its exception line, inside {area} code: `{said}` (the call it stopped in; the exception "
+                   f"type and message, not pasted, say what failed)")  # fmt: skip
+            yield Hit(message=msg, evidence=(Evidence(text=said, file=tb.get("file"), line=tb.get("last_frame_line")),),
+                      rank=None, step=None, data={"guess": {"area": area, "probability": None, "words": [said],
+                                                            "runner_up": None, "from": "cut traceback"}})  # fmt: skip
+        return
+    if found[1].area != params["area"]:
         return
     e, g = found
     words = ", ".join(f"`{w}`" for w in g.words)
@@ -522,6 +533,19 @@ def _keyword_class(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None
 def _specific(facts: Facts) -> bool:
     """:func:`_specific_hit`, once per facts (both fallback stages ask)."""
     return facts.derived("logs.fallback.specific", lambda: _specific_hit(facts))
+
+
+def _cut_traceback_guess(facts: Facts) -> tuple[dict[str, Any], str, str] | None:
+    """Where the only error is a traceback cut before its exception line: the area the call it stopped in
+    names (:func:`frames_hint`), with the traceback and the words that said so; None otherwise."""
+    if _specific(facts) or _keyword_class(facts) is not None or unclassified_events(facts):
+        return None
+    tb = open_traceback(facts)
+    if tb is None:
+        return None
+    hint = frames_hint([str(p) for p in tb.get("frames") or []], [str(c) for c in tb.get("calls") or []],
+                       str(tb.get("code") or ""))  # fmt: skip
+    return None if hint is None else (tb, hint[0], hint[1])
 
 
 def _guess(facts: Facts) -> tuple[dict[str, Any], Any] | None:
@@ -553,13 +577,27 @@ def open_traceback(facts: Facts) -> dict[str, Any] | None:
     return next((dict(tb) for tb in tbs if tb and not tb.get("after_exception")), None)
 
 
-def frames_hint(frames: list[str]) -> tuple[str, str] | None:
+def frames_hint(frames: list[str], calls: list[str] | None = None, code: str = "") -> tuple[str, str] | None:
     """The area the innermost frames point to (a weak hint, never a verdict: a frame weighs below the
-    fallback's min_score by design) and the frame that says so, or None when no frame names an area."""
+    fallback's min_score by design) and the frame that says so, or None when no frame names an area.
+
+    ``calls`` (each frame's function, as ``frames``) and ``code`` (the source line under the innermost frame),
+    where a cut traceback kept them, are read first, innermost first: the call it stopped in
+    (error_families.toml [frames] calls)."""
     from msdoctor.facts.logfamily import families
 
     fam = families()
-    for path in reversed(frames):  # innermost first
+    if code.strip():
+        area = next((a for crx, a in fam.calls if crx.search(code.strip())), None)
+        if area is not None:
+            return area, code.strip()
+    names = list(calls or [])
+    names = [""] * (len(frames) - len(names)) + names  # a frame without its function: its path still counts
+    for path, name in zip(reversed(frames), reversed(names), strict=False):  # innermost first: its call, its path
+        said = f"{name.split()[0]}(" if name.strip() else ""
+        area = next((a for crx, a in fam.calls if said and crx.search(said)), None)
+        if area is not None:
+            return area, said
         for rx, area, w in fam.frames:
             if w >= 2.0 and rx.search(path):
                 return area, path
@@ -570,11 +608,12 @@ def incomplete_traceback(tb: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict for a log whose only error is a traceback without its exception line: not diagnosable —
     the exception type and message are what say what failed; the frames alone never name a root cause."""
     frames = [str(p) for p in tb.get("frames") or []]
+    calls = [str(c) for c in tb.get("calls") or []]
     where = f"{tb.get('file')}:{tb.get('line')}"
     reason = (f"not diagnosable: the traceback at {where} ends without its exception line (the text stops inside "
               f"its frames, at line {tb.get('last_frame_line')}); paste the lines after the last frame — the "
               f"exception type and message say what failed")  # fmt: skip
-    hint = frames_hint(frames)
+    hint = frames_hint(frames, calls, str(tb.get("code") or ""))
     if hint is not None:
         reason += (f". Its innermost frames are in {hint[0]} code (`{hint[1]}`): a hint where to look, "
                    f"not a cause")  # fmt: skip

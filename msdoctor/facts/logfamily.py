@@ -36,6 +36,7 @@ class Families:
     tie_break: tuple[str, ...]
     modules: dict[str, tuple[str, float]] = field(default_factory=dict)
     frames: tuple[tuple[re.Pattern[str], str, float], ...] = ()
+    calls: tuple[tuple[re.Pattern[str], str], ...] = ()  # the call a cut traceback stopped in → its area
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,12 @@ def parse(doc: dict[str, Any]) -> Families:
     for _rx, area, w in frames:
         if area not in AREAS or w > 2.0:
             raise ValueError(f"error_families.toml: a [frames] path names unknown area {area!r} or weighs more than 2")
+    calls = tuple((re.compile(p), str(a)) for p, a in doc.get("frames", {}).get("calls", []))
+    for _rx, area in calls:
+        if area not in AREAS:
+            raise ValueError(f"error_families.toml: a [frames] call names unknown area {area!r}")
     order = tuple(doc.get("tie_break", AREAS))
-    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames)
+    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames, calls)
 
 
 @cache

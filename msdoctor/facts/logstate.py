@@ -193,6 +193,8 @@ class _FileState:
         self.in_block = False  # the lines since are the CANN message block under it
         self.open_frames: list[str] = []  # frames (source paths) of a traceback no exception line closed yet
         self.open_tb_line: int | None = None  # … its first line (the `Traceback` header, else its first frame)
+        self.open_calls: list[str] = []  # … the function of each of those frames (`in main_process_first`)
+        self.open_code = ""  # … and the source line printed under the innermost frame (the call that raised)
         self.last_frame_line = -1
         self.last_error_line = -1  # the last line recorded as an error (a rule's or an unclassified one)
         self.joined_line = -1  # a line already read as part of the line above it (a C++ exception's `what():`)
@@ -344,7 +346,7 @@ TsLookup = Callable[[], tuple[float | None, str | None]]
 
 FramesLookup = Callable[[], list[str]]
 FRAME_RE = re.compile(rb'File "([^"\n]{1,300})", line \d+')
-FRAME_LINE_RE = re.compile(r'^File "([^"\n]{1,300})", line \d+(?:, in \S.{0,200})?$')
+FRAME_LINE_RE = re.compile(r'^File "([^"\n]{1,300})", line \d+(?:, in (\S.{0,200}))?$')
 TRACEBACK_BYTES = b"Traceback (most recent call last)"
 MAX_FRAMES = 4
 
@@ -593,7 +595,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             # is reported as above … operator name is MatMul`): its words are not an error's to classify by keyword
     if rec.grammar == "traceback":
         st.last_traceback = lineno
-        st.open_frames, st.open_tb_line = [], lineno
+        st.open_frames, st.open_tb_line, st.open_calls, st.open_code = [], lineno, [], ""
         return
     if rec.grammar == "plain":
         fm = FRAME_LINE_RE.match(text)
@@ -602,6 +604,8 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             if st.open_tb_line is None:
                 st.open_tb_line = lineno  # a paste that starts inside the frames
             st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], fm.group(1)]
+            st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (fm.group(2) or "").strip()[:80]]
+            st.open_code = _source_under(next_line)  # the line under the frame: the call it was making
             st.last_frame_line = lineno
             return
     if rec.grammar == "python-exc":
@@ -611,7 +615,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
                "sections": {k: v[:MAX_TEXT] for k, v in banner.items()}}  # fmt: skip
         st.exceptions.append(exc)
         open_frames = st.open_frames
-        st.open_frames, st.open_tb_line = [], None  # the exception line closes its traceback
+        st.open_frames, st.open_tb_line, st.open_calls, st.open_code = [], None, [], ""  # the exception closes it
         if not classified:
             body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
             frames = list(open_frames) or (frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None)
@@ -744,12 +748,23 @@ def _head_grammar(head: bytes, max_lines: int = 400) -> int:
             n += 1
     return n
 
+def _source_under(next_line: Callable[[], str] | None) -> str:
+    """The source line Python prints under a traceback frame (not scanned: it is no candidate line), or ""."""
+    if next_line is None:
+        return ""
+    nxt = strip_prefix_info(next_line()).text.strip()
+    if not nxt or FRAME_LINE_RE.match(nxt) or nxt.startswith(("Traceback", "^", "~")):
+        return ""
+    return nxt[:200]
+
+
 def _open_traceback(st: _FileState) -> dict[str, Any] | None:
     """A traceback whose exception line is missing (the paste ends inside its frames, and no error line follows
     them): where it starts and its innermost frames; None when every traceback ended in its exception."""
     if st.open_tb_line is None or not st.open_frames or st.last_error_line > st.last_frame_line:
         return None
     return {"line": st.open_tb_line, "last_frame_line": st.last_frame_line, "frames": list(st.open_frames),
+            "calls": list(st.open_calls), "code": st.open_code,
             "after_exception": bool(st.exceptions)}  # vLLM prints the error, then its traceback: an echo
 
 

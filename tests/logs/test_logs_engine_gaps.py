@@ -58,6 +58,46 @@ def test_a_traceback_cut_before_its_exception_is_read_and_said_not_diagnosable(t
     assert "incomplete traceback" in text and "No error or warning found" not in text
 
 
+# The call a cut traceback stopped in: the source line under its innermost frame, else a frame's function.
+# Lines copied from real pastes: LLaMA-Factory#8306 (a rank waiting in main_process_first), sglang#28628 (the
+# torch_npu import), vllm-ascend#11368 (the weight loader), and a frame with no call of any area (mindnlp on
+# an Orange Pi: the user's script).
+CUT_LF = ['[rank8]:   File "/home/xuzhi/code/r1_qwen/LLaMA-Factory-main/src/llamafactory/data/loader.py", line 303, in get_dataset',
+          '[rank8]:     with training_args.main_process_first(desc="load dataset"):']
+CUT_IMPORT = ['File "/usr/local/python3.11.14/lib/python3.11/site-packages/torch_npu/utils/__init__.py", line 4, in <module>',
+              "    from torch_npu import _C"]
+CUT_LOAD = ['(EngineCore pid=568)   File "/usr/local/python3.11.10/lib/python3.11/site-packages/vllm/model_executor/model_loader/default_loader.py", line 381, in load_weights',
+            "(EngineCore pid=568)     loaded_weights = model.load_weights(self.get_all_weights(model_config, model))"]
+CUT_NONE = ["Traceback (most recent call last):",
+            '  File "/home/HwHiAiUser/orange-pi-mindspore/Online/14-qwen1.5-0.5b/qwen1.5-0.5b.py", line 9, in <module>',
+            '    model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen1.5-0.5B-Chat", ms_dtype=mindspore.float16)']
+
+
+@pytest.mark.parametrize("lines, rule, said", [
+    (CUT_LF, "COMM097", "main_process_first("),
+    (CUT_IMPORT, "ENV097", "from torch_npu import _C"),
+    (CUT_LOAD, "CKPT097", "model.load_weights("),
+    (MINDOCR_FRAMES, "DATA097", "rec_lmdb_dataset.py"),  # no call of an area: the innermost path names DATA
+])  # fmt: skip
+def test_a_cut_traceback_guesses_the_area_of_the_call_it_stopped_in(tmp_path, lines, rule, said):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(lines) + "\n")
+    d = run_cli("logs", "--json", str(log)).json()
+    assert d["root_cause"]["verdict"] == "incomplete-traceback" and d["root_cause"]["rule"] is None
+    guesses = [f for f in d["findings"] if f["rule"].endswith("097")]
+    assert [f["rule"] for f in guesses] == [rule] and guesses[0]["severity"] == "info"
+    assert said in guesses[0]["message"] and "not a diagnosis" in guesses[0]["message"]
+    assert said in d["root_cause"]["reason"]  # the verdict names the same call as its hint
+
+
+def test_a_cut_traceback_whose_calls_name_no_area_gets_no_guess(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(CUT_NONE) + "\n")
+    d = run_cli("logs", "--json", str(log)).json()
+    assert d["root_cause"]["verdict"] == "incomplete-traceback"
+    assert not [f for f in d["findings"] if f["rule"].endswith("097")]
+
+
 def test_a_traceback_that_ends_in_its_exception_is_not_incomplete(tmp_path, spec):
     log = tmp_path / "paste.log"
     log.write_text("\n".join([*MINDOCR_FRAMES, MINDOCR_EXC]) + "\n")
