@@ -54,16 +54,23 @@ MODEL_STREAM_WRAPPERS = frozenset({"DATA021"})
 # specific rule of another area under it (an out-of-memory raised inside the copy) says what failed: it yields.
 STATEMENT_RULES = frozenset({"CKPT029"})
 
+# A report that a user Python function of the dataset pipeline raised (DATA011: `map operation: [PyFunc] failed.`,
+# `Exception thrown from user defined Python function in dataset`) wraps whatever the function ran into; a specific
+# rule of another area beside it (the card out of memory when the function ran Ascend ops, MindSpore's FAQ on dvpp
+# in multiprocess mode) says what failed, and the wrapper yields to it like a statement rule. Alone (a KeyError in
+# the user's code) it keeps its reading.
+USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
+
 
 def yields_to_task(rule: str, others: Iterable[str]) -> bool:
     """A model-stream wrapper beside a device-task rule (NUM, not a code family) of the same log yields to it;
-    a statement rule beside a specific rule of another area yields to that rule."""
-    if rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES:
+    a statement rule or a user-function wrapper beside a specific rule of another area yields to that rule."""
+    if rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES and rule not in USER_FUNCTION_WRAPPERS:
         return False
     from msdoctor.engine.codes import family_rules
 
     generic = family_rules()
-    if rule in STATEMENT_RULES:
+    if rule in STATEMENT_RULES or rule in USER_FUNCTION_WRAPPERS:
         return any(o[:-3] != rule[:-3] and o not in generic and not o.endswith(("097", "099")) for o in others)
     return any(o.startswith("NUM") and o not in generic and o not in MODEL_STREAM_WRAPPERS for o in others)
 

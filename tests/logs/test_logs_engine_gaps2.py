@@ -340,3 +340,24 @@ def test_the_rank_that_failed_first_with_an_unknown_error_keeps_the_wording_area
     rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
     assert rc["rank"] == 0 and rc["rule"] == "COMM099" and rc.get("classified_by") == "wording", rc
     assert any("rank 0 failed first" in c for c in rc.get("chain", [])), rc
+
+
+# A user Python function of the dataset pipeline that raised (DATA011, here the map job's header
+# `map operation: [PyFunc] failed.`) is the cause when its exception is the user's own (MindNLP#981: a KeyError
+# in the example's merge_and_pad), but yields to a specific rule of another area beside it: MindSpore's FAQ
+# case of dvpp ops in a multiprocess map, where the card runs out of memory (MEM002) inside the function.
+@pytest.mark.parametrize(("case", "want"), [
+    ("mindnlp-981-map-pyfunc-failed-keyerror-invalid-key-tokenized-2024/paste.log", "DATA011"),
+    ("mindspore-faq-dvpp-multiprocess-less-than-half-free-memory-2025/log.txt", "MEM002"),
+])
+def test_a_user_function_wrapper_yields_to_another_areas_specific_rule(tmp_path, case, want):
+    from msdoctor.checks.logs import yields_to_task
+    from msdoctor.commands.logs import headline_finding, signature_findings
+    from msdoctor.facts.logs import collect
+
+    assert yields_to_task("DATA011", ["DATA011", "MEM002"])
+    assert not yields_to_task("DATA011", ["DATA011", "DATA040", "ENV099"])  # same area, a fallback
+    (tmp_path / "log.txt").write_text((CORPUS / case).read_text(encoding="utf-8"), encoding="utf-8")
+    facts, _ = collect([str(tmp_path)])
+    head = headline_finding(signature_findings(facts.get_known("logs.hits")))
+    assert head is not None and head.rule == want
