@@ -194,7 +194,9 @@ class _FileState:
         self.open_frames: list[str] = []  # frames (source paths) of a traceback no exception line closed yet
         self.open_tb_line: int | None = None  # … its first line (the `Traceback` header, else its first frame)
         self.open_calls: list[str] = []  # … the function of each of those frames (`in main_process_first`)
-        self.open_code = ""  # … and the source line printed under the innermost frame (the call that raised)
+        # … and where to read the source line printed under the innermost frame (the call that raised): read once,
+        # at the end, only for a traceback left open (like a progress line's deferred time stamp)
+        self.open_code_at: Callable[[], str] | None = None
         self.last_frame_line = -1
         self.last_error_line = -1  # the last line recorded as an error (a rule's or an unclassified one)
         self.joined_line = -1  # a line already read as part of the line above it (a C++ exception's `what():`)
@@ -595,7 +597,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             # is reported as above … operator name is MatMul`): its words are not an error's to classify by keyword
     if rec.grammar == "traceback":
         st.last_traceback = lineno
-        st.open_frames, st.open_tb_line, st.open_calls, st.open_code = [], lineno, [], ""
+        st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], lineno, [], None
         return
     if rec.grammar == "plain":
         fm = FRAME_LINE_RE.match(text)
@@ -605,7 +607,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
                 st.open_tb_line = lineno  # a paste that starts inside the frames
             st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], fm.group(1)]
             st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (fm.group(2) or "").strip()[:80]]
-            st.open_code = _source_under(next_line)  # the line under the frame: the call it was making
+            st.open_code_at = next_line  # the line under the frame (the call it was making), read if it stays open
             st.last_frame_line = lineno
             return
     if rec.grammar == "python-exc":
@@ -615,7 +617,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
                "sections": {k: v[:MAX_TEXT] for k, v in banner.items()}}  # fmt: skip
         st.exceptions.append(exc)
         open_frames = st.open_frames
-        st.open_frames, st.open_tb_line, st.open_calls, st.open_code = [], None, [], ""  # the exception closes it
+        st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], None, [], None  # the exception closes it
         if not classified:
             body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
             frames = list(open_frames) or (frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None)
@@ -764,7 +766,7 @@ def _open_traceback(st: _FileState) -> dict[str, Any] | None:
     if st.open_tb_line is None or not st.open_frames or st.last_error_line > st.last_frame_line:
         return None
     return {"line": st.open_tb_line, "last_frame_line": st.last_frame_line, "frames": list(st.open_frames),
-            "calls": list(st.open_calls), "code": st.open_code,
+            "calls": list(st.open_calls), "code": _source_under(st.open_code_at),
             "after_exception": bool(st.exceptions)}  # vLLM prints the error, then its traceback: an echo
 
 

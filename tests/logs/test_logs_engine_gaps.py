@@ -90,6 +90,14 @@ def test_a_cut_traceback_guesses_the_area_of_the_call_it_stopped_in(tmp_path, li
     assert said in d["root_cause"]["reason"]  # the verdict names the same call as its hint
 
 
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_both_engines_keep_the_call_a_cut_traceback_stopped_in(tmp_path, engine):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(["some output", *CUT_LF]) + "\n")
+    tb = scan_file(str(log), _spec(engine))["open_traceback"]
+    assert tb["calls"] == ["get_dataset"] and tb["code"] == 'with training_args.main_process_first(desc="load dataset"):'
+
+
 def test_a_cut_traceback_whose_calls_name_no_area_gets_no_guess(tmp_path):
     log = tmp_path / "paste.log"
     log.write_text("\n".join(CUT_NONE) + "\n")
