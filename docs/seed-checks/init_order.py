@@ -5,7 +5,7 @@ Run under msrun (see run_checks.sh). ORDER=context_first|init_first.
 import os
 
 import mindspore as ms
-from mindspore.communication import get_rank, get_group_size, init
+from mindspore.communication import get_group_size, get_rank, init
 
 order = os.environ.get("ORDER", "context_first")
 if order == "context_first":
