@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from msdoctor.engine.catalogue import Catalogue, CheckFn, Rule, resolve_check
@@ -89,10 +90,13 @@ def run_checks(rules: Iterable[Rule], facts: Facts, params: Mapping[str, Mapping
 # -- signatures -------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=8192)
 def literal_anchor(pattern: str) -> str | None:
     """The longest literal run that every match of ``pattern`` must contain (for a cheap pre-filter).
 
-    Returns None when the pattern has no mandatory literal of at least 4 characters.
+    Returns None when the pattern has no mandatory literal of at least 4 characters. Cached: parsing a
+    thousand patterns is most of what building a SignatureSet costs, and a process that diagnoses many
+    inputs (the corpus, the TUI, a watchdog) builds one per input.
     """
     try:
         parsed = sre_parse.parse(pattern)
@@ -153,8 +157,8 @@ class SignatureSet:
                 self._by_anchor.setdefault(a, []).append((r, rx))
         alts = sorted(set(anchored), key=len, reverse=True)
         self.prefilter = re.compile("|".join(re.escape(a) for a in alts)) if alts else None
-        self._digit_anchors = [a for a in self._by_anchor if any(c.isdigit() for c in a)]
-        self._plain_anchors = [a for a in self._by_anchor if not any(c.isdigit() for c in a)]
+        self._digit_anchors = [a for a in self._by_anchor if _DIGITS.search(a)]
+        self._plain_anchors = [a for a in self._by_anchor if not _DIGITS.search(a)]
         self._cache: dict[str, tuple[str, ...]] = {}
         self._by_id = {r.id: r for r, _, _ in self.entries}
         self._family: frozenset[str] = frozenset()
