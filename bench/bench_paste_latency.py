@@ -56,6 +56,7 @@ def signature_build() -> tuple[float, float, float]:
     from msdoctor.engine.catalogue import load_catalogue
     from msdoctor.engine.evaluate import literal_anchor, signature_set
 
+    load_catalogue.cache_clear()  # patterns_file loaded it already in this process
     t0 = time.perf_counter()
     cat = load_catalogue()
     load = time.perf_counter() - t0
