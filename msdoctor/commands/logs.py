@@ -8,6 +8,7 @@ a per-rank timeline and the root-cause verdict.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -150,6 +151,10 @@ def timeline(facts: Facts, verdict_states: Mapping[str, str]) -> list[dict[str, 
 
 
 ROLE_ORDER = {"root": 0, "consequence": 1}
+# rules whose finding says only how the process ended (a bare `Killed` from the shell): beside an error line no
+# rule knows they step down to info, and that error is the verdict (MEM021: MindIE's endpoint init fails, then
+# its launcher kills the server — not a memory kill)
+YIELD_TO_UNRECOGNISED = frozenset({"MEM021"})
 PEER_KEYS = ("peer", "remote", "remote_rank", "node", "nodes", "dest_rank", "src_rank")
 
 
@@ -299,6 +304,10 @@ def run(args: argparse.Namespace) -> int:
     fallback = [f for f in findings if "fallback" in f.data]
     findings = [f for f in findings if f not in fallback]
     rc = root_cause(findings)
+    if rc.get("rule") in YIELD_TO_UNRECOGNISED and facts.is_known("logs.ranks") and first_unclassified(facts) is not None:
+        findings = [dataclasses.replace(f, severity=Severity.INFO) if f.rule in YIELD_TO_UNRECOGNISED else f
+                    for f in findings]  # fmt: skip
+        rc = root_cause(findings)
     weak = weak_head = _weak_headline(rc, findings)
     if weak and not any(_area(f.rule) != _area(rc.get("rule")) for f in fallback):
         weak = False  # the error no rule knows is of the headline's own area: the specific rule says more

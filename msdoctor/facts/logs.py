@@ -232,6 +232,16 @@ def _open_tb(scans: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 PASTE_MAX = 4 << 20  # a plain paste is read as such up to this size (a bigger text is not a paste)
+# rules whose lines do not make a text a log of a known grammar: a shell's bare `Killed` (MEM021) ends many pastes,
+# and the lines before it with error words must still be read as errors (MindIE's `Failed to init endpoint!`)
+PASTE_ONLY_RULES = frozenset({"MEM021"})
+
+
+def _recognised(s: dict[str, Any]) -> int:
+    """The lines of a scanned file that show a known grammar (those of PASTE_ONLY_RULES left out)."""
+    hits = s.get("hits") or {}
+    only = sum(int((hits.get(r) or {}).get("count") or 0) for r in PASTE_ONLY_RULES) if isinstance(hits, dict) else 0
+    return max(int(s.get("recognised", 1)) - only, 0)
 
 
 def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None,
@@ -242,7 +252,7 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         raise InputError(f"{', '.join(paths)}: no log files found")
     spec = ScanSpec(signature_set(catalogue or load_catalogue()), engine=engine)
     scans = scan_files(files, spec, jobs=jobs)
-    known = [s for s in scans if s.get("readable") and s.get("recognised", 1)]
+    known = [s for s in scans if s.get("readable") and _recognised(s)]
     readable = [s for s in scans if s.get("readable")]
     if not known and readable and sum(int(s.get("size") or 0) for s in readable) <= PASTE_MAX:
         # no line of a known grammar: a pasted excerpt (`NCCL WARN …`, a bare message)? Read its lines with
