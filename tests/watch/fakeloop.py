@@ -74,6 +74,10 @@ def main(run: Path, rank: int, world: int, scenario: str, steps: int) -> None:
     scale = 2.0**16
     bad = rank == BAD_RANK
     fw = _framework_collective()
+    hold = os.environ.get("FAKE_HOLD_UNTIL")  # a test's gate: start stepping once this file exists (or 120 s)
+    deadline = time.monotonic() + 120
+    while hold and not Path(hold).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         for step in range(1, steps + 1):
             wd.phase("data", step)

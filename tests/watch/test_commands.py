@@ -6,9 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+
+from msdoctor.rundir import LOCK_FILE
 
 FAKE = Path(__file__).with_name("fakeloop.py")
 
@@ -62,15 +66,29 @@ def test_clean_run_text_and_exit_0(cli, finished_run):
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_watch_follow_live_until_ranks_end(cli, tmp_path, fmt):
     run = tmp_path / "run"
+    go = tmp_path / "go"
+    # the ranks step only once the watch holds the run (its lock file): on a loaded host the 1-s run could
+    # otherwise end before `watch` has started, and a finished run is followed read-only (no findings.jsonl)
     procs = [subprocess.Popen([sys.executable, str(FAKE), str(run), str(r), "2", "datastall", "25"],
+                              env=dict(os.environ, FAKE_HOLD_UNTIL=str(go)),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for r in range(2)]
+
+    def open_gate() -> None:
+        deadline = time.monotonic() + 90
+        while not (run / LOCK_FILE).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()
+
+    gate = threading.Thread(target=open_gate, daemon=True)
+    gate.start()
     try:
         (run / "events").mkdir(parents=True, exist_ok=True)
         while not (run / "events" / "rank_0.jsonl").exists():
-            pass
+            time.sleep(0.01)
         r = cli("watch", str(run), "--follow", "--timeout", "60", "--poll", "0.2", *(["--json"] if fmt == "json" else []),
                 env=dict(os.environ, COLUMNS="200"))
     finally:
+        go.touch()
         for p in procs:
             p.kill()
     assert r.rc == 0, r.err  # DATA201 is a warning
