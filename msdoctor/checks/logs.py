@@ -62,9 +62,20 @@ STATEMENT_RULES = frozenset({"CKPT029"})
 USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 
 
+# A rule whose line an HCCL report prints in the TraceBack of another, named failure: that failure is what went
+# wrong and the echo yields to it. `Transport init error … Create Dest error! creakLink para:rank[15]…dst_rank[1]`
+# (COMM027) is listed under `Failed to allocate resource[qp] … Memory resources are exhausted` (EI0007, COMM044):
+# the links could not be built because the queue pairs could not be allocated, not because a cable is down
+# (vllm-ascend #2754, #5993).
+YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"})}
+
+
 def yields_to_task(rule: str, others: Iterable[str]) -> bool:
     """A model-stream wrapper beside a device-task rule (NUM, not a code family) of the same log yields to it;
-    a statement rule or a user-function wrapper beside a specific rule of another area yields to that rule."""
+    a statement rule or a user-function wrapper beside a specific rule of another area yields to that rule;
+    a rule listed in YIELDS_TO yields to the rules named there."""
+    if rule in YIELDS_TO:
+        return any(o in YIELDS_TO[rule] for o in others)
     if rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES and rule not in USER_FUNCTION_WRAPPERS:
         return False
     from msdoctor.engine.codes import family_rules

@@ -335,6 +335,9 @@ RANK_HINT_RES: tuple[tuple[str, re.Pattern[bytes]], ...] = (
     ("content:HCCL rank", re.compile(rb"rankNum\[\d+\], rank\[(\d+)\]")),
     ("content:HCCL [rank] block", re.compile(rb"\[hccl-\d+-\d+-\d+-[\w-]+\]\[(\d+)\]")),
     ("content:RankID", re.compile(rb"RankID:(\d+)\)")),
+    # HCCL's resource-allocation report (EI0007) names the reporting process's own rank:
+    # `Failed to allocate resource[qp] with info [aicpu rank:15,localUserrank:15,localIpAddr: …`
+    ("content:HCCL aicpu rank", re.compile(rb"\[aicpu rank:(\d+),localUserrank:\d+")),
 )
 MSRUN_WORKER_RE = re.compile(rb"Start worker process with rank id:(\d+), log file:(\S+?)\.? Environment")
 SCHED_NODE_RE = re.compile(rb"The new node: (\d+)\(role: MS_WORKER\), rank id: (\d+)")

@@ -361,3 +361,18 @@ def test_a_user_function_wrapper_yields_to_another_areas_specific_rule(tmp_path,
     facts, _ = collect([str(tmp_path)])
     head = headline_finding(signature_findings(facts.get_known("logs.hits")))
     assert head is not None and head.rule == want
+
+
+def test_an_hccl_transport_error_in_the_traceback_of_a_qp_allocation_failure_yields_to_it(tmp_path):
+    """vllm-ascend #5993: `Transport init error … creakLink para:rank[15]…dst_rank[1]` under EI0007's
+    `Failed to allocate resource[qp] … Memory resources are exhausted` is the consequence, not a link fault."""
+    from msdoctor.checks.logs import yields_to_task
+    from msdoctor.commands.logs import headline_finding, signature_findings
+    from msdoctor.facts.logs import collect
+
+    assert yields_to_task("COMM027", ["COMM027", "COMM044"]) and not yields_to_task("COMM027", ["COMM027", "NUM030"])
+    src = Path(__file__).parents[1] / "realworld" / "logs" / "vllm-ascend-5993-2node-a2-dsv31-mtp-quarot-ei0007-qp-exhausted-2026" / "paste.log"
+    (tmp_path / "log.txt").write_bytes(src.read_bytes())
+    facts, _ = collect([str(tmp_path)])
+    head = headline_finding(signature_findings(facts.get_known("logs.hits")))
+    assert head is not None and head.rule == "COMM044"

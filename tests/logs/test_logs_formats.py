@@ -106,5 +106,8 @@ def test_rank_hints_from_content():
     assert rank_hints(head) == {"content:rank id": {3}, "content:RANK_ID": {3}}
     hccl = b"[ERROR] HCCL(1,python):2022-12-01-03:02:29.001.104 [hccl_comm.cc:100][hccl-17381-0-1669834948-hccl_world_group][6][HcclComm]x\n"
     assert rank_hints(hccl) == {"content:HCCL [rank] block": {6}}
+    ei0007 = (b"Allocation_Failure(EI0007): Failed to allocate resource[qp] with info [aicpu rank:15,localUserrank:15,"
+              b"localIpAddr: 100.97.1.32,deviceLogicId:3,send_cq_depth:32768]. Reason: Memory resources are exhausted.\n")
+    assert rank_hints(ei0007) == {"content:HCCL aicpu rank": {15}}  # vllm-ascend #5993: the reporting rank's own
     assert world_size_hint(b"Currently registered node number: 1, expected node number: 16") == 16
     assert world_size_hint(b"nothing") is None
