@@ -18,7 +18,7 @@ from msdoctor.engine.evaluate import finding_from_hit, run_checks
 from msdoctor.engine.facts import Facts
 from msdoctor.engine.model import Evidence, Finding, Hit, Severity, sort_findings
 from msdoctor.errors import ExitCode, UsageError
-from msdoctor.facts.logs import KILL_RULE, LogScan, collect
+from msdoctor.facts.logs import EXIT_ONLY_RULES, KILL_RULE, LogScan, collect
 
 MAX_EVIDENCE = 5
 TIMELINE_ROWS = 12
@@ -151,10 +151,6 @@ def timeline(facts: Facts, verdict_states: Mapping[str, str]) -> list[dict[str, 
 
 
 ROLE_ORDER = {"root": 0, "consequence": 1}
-# rules whose finding says only how the process ended (a bare `Killed` from the shell): beside an error line no
-# rule knows they step down to info, and that error is the verdict (MEM021: MindIE's endpoint init fails, then
-# its launcher kills the server — not a memory kill)
-YIELD_TO_UNRECOGNISED = frozenset({"MEM021"})
 PEER_KEYS = ("peer", "remote", "remote_rank", "node", "nodes", "dest_rank", "src_rank")
 
 
@@ -304,8 +300,8 @@ def run(args: argparse.Namespace) -> int:
     fallback = [f for f in findings if "fallback" in f.data]
     findings = [f for f in findings if f not in fallback]
     rc = root_cause(findings)
-    if rc.get("rule") in YIELD_TO_UNRECOGNISED and facts.is_known("logs.ranks") and first_unclassified(facts) is not None:
-        findings = [dataclasses.replace(f, severity=Severity.INFO) if f.rule in YIELD_TO_UNRECOGNISED else f
+    if rc.get("rule") in EXIT_ONLY_RULES and facts.is_known("logs.ranks") and first_unclassified(facts) is not None:
+        findings = [dataclasses.replace(f, severity=Severity.INFO) if f.rule in EXIT_ONLY_RULES else f
                     for f in findings]  # fmt: skip
         rc = root_cause(findings)
     weak = weak_head = _weak_headline(rc, findings)

@@ -232,15 +232,17 @@ def _open_tb(scans: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 PASTE_MAX = 4 << 20  # a plain paste is read as such up to this size (a bigger text is not a paste)
-# rules whose lines do not make a text a log of a known grammar: a shell's bare `Killed` (MEM021) ends many pastes,
-# and the lines before it with error words must still be read as errors (MindIE's `Failed to init endpoint!`)
-PASTE_ONLY_RULES = frozenset({"MEM021"})
+# rules that say only how the process ended (a shell's bare `Killed`, MEM021), which ends many pastes: their lines do
+# not make a text a log of a known grammar, so the lines before them with error words are still read as errors, and
+# beside such an error no rule knows, their finding steps down to info (commands/logs.py) — MindIE's `Failed to init
+# endpoint!` before its launcher kills the server is not a memory kill
+EXIT_ONLY_RULES = frozenset({"MEM021"})
 
 
 def _recognised(s: dict[str, Any]) -> int:
-    """The lines of a scanned file that show a known grammar (those of PASTE_ONLY_RULES left out)."""
+    """The lines of a scanned file that show a known grammar (those of EXIT_ONLY_RULES left out)."""
     hits = s.get("hits") or {}
-    only = sum(int((hits.get(r) or {}).get("count") or 0) for r in PASTE_ONLY_RULES) if isinstance(hits, dict) else 0
+    only = sum(int((hits.get(r) or {}).get("count") or 0) for r in EXIT_ONLY_RULES) if isinstance(hits, dict) else 0
     return max(int(s.get("recognised", 1)) - only, 0)
 
 
