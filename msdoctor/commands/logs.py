@@ -69,7 +69,8 @@ def signature_findings(hits: list[dict[str, Any]]) -> list[Finding]:
             f.severity = Severity.WARNING
             f.message += f" (logged at {firsts[0]['logged_as']} level)"
             f.data["logged_as"] = str(firsts[0]["logged_as"])
-        if info is not None:  # the code's own fix (or its family's) is more precise than the generic rule's
+        if info is not None and info.rule == rule.id:  # the code's own fix (or its family's) is more precise than
+            # the generic rule's — unless the line's words moved the code to another rule (SUPPORT_LIMIT_RE)
             f.fix = f"{info.fix} Confirm: {info.confirm}".strip()
         f.count = int(h["count"])
         out.append(f)
@@ -78,7 +79,8 @@ def signature_findings(hits: list[dict[str, Any]]) -> list[Finding]:
 
 VALUE_LABELS = {"other_codes": "also", "peer": "peer rank", "remote": "remote rank", "remote_rank": "remote rank", "node": "node",
                 "nodes": "nodes", "device": "device", "port": "port", "ip": "IP", "step": "step", "op": "op",
-                "size": "size", "free": "free", "shape": "shape"}  # fmt: skip
+                "size": "size", "free": "free", "shape": "shape",
+                "unsupported": "the message says"}  # fmt: skip
 STEP_RE = re.compile(r"\b[Ss]tep[:=\s\[]*(\d+)")
 
 

@@ -93,6 +93,36 @@ def lookup(code: str) -> CodeInfo | None:
     return None
 
 
+# -- words that move an operator code's reading to the environment -------------------------------------
+
+# An operator/runtime code (EZ…, EE…, EH…, E3…, E6…, 507xxx: NUM030 by its family) whose own message says the op,
+# its binary or the feature is not there for this platform, SoC or package: the environment does not fit, the
+# inputs are not at fault (`EZ1001: … Get regInfo failed, The binary_info_config.json of socVersion [ascend310p]
+# …`, `EZ9999: … Op Equal does not has any binary.`, `EZ9999 … Parse dynamic kernel config fail.`,
+# `E69999: … op[QuantBatchMatmulV3], this platform only support …`, `EE8888 … reason=[feature not support]`,
+# `EH9999 [Init][Env]init env failed!`, `Get ACL JitCompile default value failed`). Measured on the corpus
+# (2026-12-03): the phrases occur in 22 pastes, all of them environment faults, and move 8 of the 80 pastes
+# whose first code NUM030 reads from the wrong area to the right one, none the other way. A bare "only
+# support" is not one of them: a tiling check says `expert count is: 128, but currently only support 256`
+# about the inputs.
+SUPPORT_LIMIT_RE = re.compile(
+    r"soc ?version|(?:this|current) (?:platform|soc|chip|product) (?:only )?(?:does not |doesn't |only )?support"
+    r"|not support(?:ed)? (?:on|by|in|for) (?:this |the |current )?(?:platform|soc|chip|device|product|npu)"
+    r"|does not ha(?:s|ve) any binary|\bno (?:kernel )?binary\b|kernel config|binary_info_config|feature not support"
+    r"|init env failed|No parser is registered|no ops kernel|op store"
+    r"|(?:opp|op|kernel) (?:package|path|pkg) (?:is )?not (?:found|exist|installed)|ASCEND_OPP_PATH|JitCompile"
+    r"|not installed|version (?:mismatch|does not match|not match)"
+    r"|please (?:upgrade|update|install) (?:the )?(?:cann|driver|firmware|toolkit|kernels|torch_npu)",
+    re.IGNORECASE,
+)
+
+
+def support_limit(text: str) -> str | None:
+    """The phrase by which an operator error says the platform or package lacks the op (see SUPPORT_LIMIT_RE)."""
+    m = SUPPORT_LIMIT_RE.search(text)
+    return m.group(0) if m else None
+
+
 # -- HCCL's own return codes (HcclResult) --------------------------------------------------------------
 
 # A message about an HCCL call and the small return code it gives: torch_npu's `HCCL function error:

@@ -212,7 +212,7 @@ class SignatureSet:
         The generic rules (COMM080, MEM040, NUM030, ENV050, PERF010) share one pattern for the CANN code
         grammar: which of them reports a code is data (``msdoctor/data/cann_codes.toml``), not regex.
         """
-        from msdoctor.engine.codes import lookup
+        from msdoctor.engine.codes import lookup, support_limit
 
         specific = [sm for sm in out if sm.rule.id not in self._family]
         known = {c for sm in specific for c in self._knows.get(sm.rule.id, ())}
@@ -238,6 +238,9 @@ class SignatureSet:
         target = self._by_id.get(info.rule, best.rule)
         others = sorted({i.code for _, _, i, _ in found} - {info.code})
         groups = dict(best.groups, family_code=info.code, **({"other_codes": ",".join(others)} if others else {}))
+        said = support_limit(line) if info.rule == "NUM030" and "ENV050" in self._by_id else None
+        if said:  # the op's own message says the platform or package lacks it: the environment, not the inputs
+            target, groups["unsupported"] = self._by_id["ENV050"], said
         return specific + [SigMatch(target, groups, best.span)]
 
 

@@ -1,0 +1,50 @@
+"""An operator code whose own message says the platform or package lacks the op reads as the environment, not
+the inputs (SUPPORT_LIMIT_RE in msdoctor/engine/codes.py). The lines are new wordings no catalogue rule knows, so
+the generic code reading decides; the real lines the phrases come from are in the corpus (see the regex's
+comment)."""
+
+from __future__ import annotations
+
+import pytest
+
+from msdoctor.engine.codes import support_limit
+from tests.conftest import run_cli
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("op[GroupedFoo], the current platform does not support int4 weight.", "current platform does not support"),
+        ("Get regInfo failed, the socVersion [ascend310p] is not in the table", "socVersion"),
+        ("Op Equal does not has any binary.", "does not has any binary"),
+        ("rtStreamCreateWithFlags execute failed, reason=[feature not support]", "feature not support"),
+        # about the inputs, not the platform: the tiling's "only support" and a shape check stay NUM
+        ("expert count is: 128, but currently only support 256.[FUNC:CheckInputShape]", None),
+        ("op[Concat_243], the input shape dims should be equal except merge axis", None),
+    ],
+)
+def test_support_limit_phrases(text, said):
+    assert support_limit(text) == said
+
+
+def _headline(tmp_path, text: str) -> dict:
+    p = tmp_path / "paste.log"
+    p.write_text(text, encoding="utf-8")
+    r = run_cli("logs", "--json", str(p))
+    return r.json()["root_cause"]
+
+
+def test_operator_code_saying_platform_lacks_it_is_env(tmp_path):
+    rc = _headline(tmp_path, "RuntimeError: call aclnnGroupedFoo failed, detail:EZ9999: Inner Error!\n"
+                             "EZ9999: [PID: 1] 2025-01-01-00:00:00.000.000  op[GroupedFoo], the current platform "
+                             "does not support int4 weight.\n")
+    assert rc["rule"] == "ENV050"
+    assert "the message says current platform does not support" in rc["message"]
+    # the fix is the environment's, not the operator family's "give the op inputs it supports"
+    assert "op package" in rc["fix"] and "inputs it supports" not in rc["fix"]
+
+
+def test_operator_code_about_its_inputs_stays_num(tmp_path):
+    rc = _headline(tmp_path, "EZ9999: Inner Error!\n"
+                             "EZ9999: [PID: 1] 2025-01-01 op[GroupedFoo] tiling: expert num 3 should be 8\n")
+    assert rc["rule"] == "NUM030" and "inputs it supports" in rc["fix"]
