@@ -48,3 +48,22 @@ def test_operator_code_about_its_inputs_stays_num(tmp_path):
     rc = _headline(tmp_path, "EZ9999: Inner Error!\n"
                              "EZ9999: [PID: 1] 2025-01-01 op[GroupedFoo] tiling: expert num 3 should be 8\n")
     assert rc["rule"] == "NUM030" and "inputs it supports" in rc["fix"]
+
+
+@pytest.mark.parametrize(
+    ("code", "rule"),
+    [("561001", "NUM030"), ("561002", "NUM030"), ("561003", "ENV050"), ("561107", "ENV050"), ("561000", "ENV050")],
+)
+def test_aclnn_inner_codes_by_stage(code, rule):
+    # aclnn's inner-error table: infer-shape and tiling refuse the inputs (NUM); finding the kernel and the opp
+    # path are the installation (ENV, the 561 family's rule); the bare inner error keeps the family's reading
+    from msdoctor.engine.codes import lookup
+
+    info = lookup(code)
+    assert info is not None and info.rule == rule
+
+
+def test_tiling_error_code_alone_heads_as_operator_input(tmp_path):
+    rc = _headline(tmp_path, "RuntimeError: npu_foo:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:62 NPU function "
+                             "error: call aclnnFooBar failed, error code is 561002\n")
+    assert rc["rule"] == "NUM030" and "ACLNN_ERR_INNER_TILING_ERROR" in rc["message"]
