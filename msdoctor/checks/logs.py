@@ -67,7 +67,12 @@ USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 # (COMM027) is listed under `Failed to allocate resource[qp] … Memory resources are exhausted` (EI0007, COMM044):
 # the links could not be built because the queue pairs could not be allocated, not because a cable is down
 # (vllm-ascend #2754, #5993).
-YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"})}
+# The generic reports of a kernel that faulted on the device (NUM010's `there is an exception of … aivector error`,
+# NUM008's `Aicore kernel execute failed`) yield to COMM079 where the faulting kernel is a cross-rank MoE
+# dispatch/combine: its "MTE DDR address out of range" is the peer's memory gone (network fault, peer exited),
+# CANN's troubleshooting case collection "网络问题导致Moe Dispatch/Combine算子执行报错".
+YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
+                                        "NUM010": frozenset({"COMM079"}), "NUM008": frozenset({"COMM079"})}
 
 
 def yields_to_task(rule: str, others: Iterable[str]) -> bool:
