@@ -72,15 +72,27 @@ USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 # dispatch/combine: its "MTE DDR address out of range" is the peer's memory gone (network fault, peer exited),
 # CANN's troubleshooting case collection "网络问题导致Moe Dispatch/Combine算子执行报错".
 YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
-                                        "NUM010": frozenset({"COMM079"}), "NUM008": frozenset({"COMM079"})}
+                                        "NUM010": frozenset({"COMM079"}), "NUM008": frozenset({"COMM079"}),
+                                        # a synchronise refused under graph capture (107027) that the debug
+                                        # switch ASCEND_LAUNCH_BLOCKING=1 forced (vllm-ascend #2138)
+                                        "NUM047": frozenset({"ENV824"})}  # fmt: skip
+
+# A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
+# the cause only of the failures listed here: beside any other error rule it yields (the setting is then context,
+# not the cause); alone, or beside a listed failure, it keeps its reading.
+SETTING_RULES: dict[str, frozenset[str]] = {"ENV824": frozenset({"NUM047"})}
 
 
 def yields_to_task(rule: str, others: Iterable[str]) -> bool:
     """A model-stream wrapper beside a device-task rule (NUM, not a code family) of the same log yields to it;
     a statement rule or a user-function wrapper beside a specific rule of another area yields to that rule;
-    a rule listed in YIELDS_TO yields to the rules named there."""
+    a rule listed in YIELDS_TO yields to the rules named there; a setting rule (SETTING_RULES) yields to any
+    other rule but the failures it causes."""
     if rule in YIELDS_TO:
         return any(o in YIELDS_TO[rule] for o in others)
+    if rule in SETTING_RULES:
+        rest = [o for o in others if o != rule]
+        return bool(rest) and not any(o in SETTING_RULES[rule] for o in rest)
     if rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES and rule not in USER_FUNCTION_WRAPPERS:
         return False
     from msdoctor.engine.codes import family_rules
