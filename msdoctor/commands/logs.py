@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from msdoctor.checks.logs import SETTING_RULES
 from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.evaluate import finding_from_hit, run_checks
 from msdoctor.engine.facts import Facts
@@ -301,6 +302,11 @@ def run(args: argparse.Namespace) -> int:
     rows = timeline(facts, states)
     fallback = [f for f in findings if "fallback" in f.data]
     findings = [f for f in findings if f not in fallback]
+    # a setting (ENV824's `export ASCEND_LAUNCH_BLOCKING=1`) is a cause only beside a failure it causes; without
+    # one it is context (info), so the error beside it — known or not — heads the verdict
+    present = {f.rule for f in findings if f.severity is not Severity.INFO}
+    idle = {r for r in present & SETTING_RULES.keys() if not SETTING_RULES[r] & present}
+    findings = [dataclasses.replace(f, severity=Severity.INFO) if f.rule in idle else f for f in findings]
     rc = root_cause(findings)
     if rc.get("rule") in EXIT_ONLY_RULES and facts.is_known("logs.ranks") and first_unclassified(facts) is not None:
         findings = [dataclasses.replace(f, severity=Severity.INFO) if f.rule in EXIT_ONLY_RULES else f
