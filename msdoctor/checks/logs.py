@@ -71,8 +71,12 @@ USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 # NUM008's `Aicore kernel execute failed`) yield to COMM079 where the faulting kernel is a cross-rank MoE
 # dispatch/combine: its "MTE DDR address out of range" is the peer's memory gone (network fault, peer exited),
 # CANN's troubleshooting case collection "网络问题导致Moe Dispatch/Combine算子执行报错".
+# bitsandbytes' import-time report that its CPU-only library does not load (ENV806) yields to the quantizer's own
+# refusal `No GPU found. A GPU is needed for quantization.` (ENV047) where both are printed: the refusal names what
+# the job asked of it (MagicQuill #15); without it ENV806 reads the consequence that follows (Ascend/pytorch #10).
 YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         "NUM010": frozenset({"COMM079"}), "NUM008": frozenset({"COMM079"}),
+                                        "ENV806": frozenset({"ENV047"}),
                                         # a synchronise refused under graph capture (107027) that the debug
                                         # switch ASCEND_LAUNCH_BLOCKING=1 forced (vllm-ascend #2138)
                                         "NUM047": frozenset({"ENV824"})}  # fmt: skip
