@@ -82,8 +82,8 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         "NUM047": frozenset({"ENV824"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
-# the cause only of the failures listed here: beside any other error rule it yields (the setting is then context,
-# not the cause); alone, or beside a listed failure, it keeps its reading.
+# the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
+# the verdict (commands/logs.py) it is shown as context, an info finding, unless one of those failures is in the log.
 SETTING_RULES: dict[str, frozenset[str]] = {"ENV824": frozenset({"NUM047"})}
 
 

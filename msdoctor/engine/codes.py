@@ -103,9 +103,8 @@ def lookup(code: str) -> CodeInfo | None:
 # `EH9999 [Init][Env]init env failed!`, `Get ACL JitCompile default value failed`). Measured on the corpus
 # (2026-12-03, every log file of each case): the phrases occur in 49 cases, all of them environment faults, and
 # of the 160 cases whose first code NUM030 reads they move 15 from the wrong area to the right one (108 → 123
-# right), none the other way. A bare "only
-# support" is not one of them: a tiling check says `expert count is: 128, but currently only support 256`
-# about the inputs.
+# right), none the other way. A bare "only support" is not one of them: a tiling check says `expert count is:
+# 128, but currently only support 256` about the inputs.
 SUPPORT_LIMIT_RE = re.compile(
     r"soc ?version|(?:this|current) (?:platform|soc|chip|product) (?:only )?(?:does not |doesn't |only )?support"
     r"|not support(?:ed)? (?:on|by|in|for) (?:this |the |current )?(?:platform|soc|chip|device|product|npu)"
