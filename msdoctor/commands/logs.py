@@ -272,6 +272,11 @@ def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
     return role == "consequence" or (head.severity.value == "warning" and role not in ("root", None))
 
 
+def _as_context(findings: list[Finding], rules: frozenset[str] | set[str]) -> list[Finding]:
+    """The findings of ``rules`` stepped down to info: context beside the error that heads the verdict."""
+    return [dataclasses.replace(f, severity=Severity.INFO) if f.rule in rules else f for f in findings]
+
+
 def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -306,11 +311,10 @@ def run(args: argparse.Namespace) -> int:
     # one it is context (info), so the error beside it — known or not — heads the verdict
     present = {f.rule for f in findings if f.severity is not Severity.INFO}
     idle = {r for r in present & SETTING_RULES.keys() if not SETTING_RULES[r] & present}
-    findings = [dataclasses.replace(f, severity=Severity.INFO) if f.rule in idle else f for f in findings]
+    findings = _as_context(findings, idle)
     rc = root_cause(findings)
     if rc.get("rule") in EXIT_ONLY_RULES and facts.is_known("logs.ranks") and first_unclassified(facts) is not None:
-        findings = [dataclasses.replace(f, severity=Severity.INFO) if f.rule in EXIT_ONLY_RULES else f
-                    for f in findings]  # fmt: skip
+        findings = _as_context(findings, EXIT_ONLY_RULES)
         rc = root_cause(findings)
     weak = weak_head = _weak_headline(rc, findings)
     if weak and not any(_area(f.rule) != _area(rc.get("rule")) for f in fallback):
