@@ -483,9 +483,12 @@ def _unwrap(spec: ScanSpec, text: str, matches: list[Any], next_line: Callable[[
     for joiner in (" ", ""):
         joined = text.rstrip() + joiner + nxt
         found = spec.sigs.match(joined)
+        # the code's own message on the next line says the platform or package lacks the op (`EE9999: Inner
+        # Error!` then `EE9999: [PID: 1] … feature not support`): the joined line reads as the environment
+        said = any("unsupported" in m.groups for m in found) and any(m.groups.get("family_code", "?") in nxt for m in matches)
         if {m.rule.id for m in found} - have - spec.sigs.generic_ids or (
             have and have <= {m.rule.id for m in found} and sum(len(m.groups) for m in found if m.rule.id in have) > values
-        ):
+        ) or (said and not any("unsupported" in m.groups for m in matches)):
             return joined, found
     return text, matches
 

@@ -44,6 +44,14 @@ def test_operator_code_saying_platform_lacks_it_is_env(tmp_path):
     assert "op package" in rc["fix"] and "inputs it supports" not in rc["fix"]
 
 
+def test_bare_inner_error_takes_its_code_message_from_the_next_line(tmp_path):
+    # CANN prints `EE9999: Inner Error!` and then the same code with its message: the pair is one error, and
+    # when the message says the platform lacks the feature, the headline is the environment's
+    rc = _headline(tmp_path, "[ERROR] 2025-01-01 RuntimeError: EE9999: Inner Error!\n"
+                             "EE9999: [PID: 1] 2025-01-01 rtFooLaunch failed, feature not support on this soc.\n")
+    assert rc["rule"] == "ENV050" and "feature not support" in rc["message"]
+
+
 def test_operator_code_about_its_inputs_stays_num(tmp_path):
     rc = _headline(tmp_path, "EZ9999: Inner Error!\n"
                              "EZ9999: [PID: 1] 2025-01-01 op[GroupedFoo] tiling: expert num 3 should be 8\n")
