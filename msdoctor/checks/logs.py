@@ -79,12 +79,17 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         "ENV806": frozenset({"ENV047"}),
                                         # a synchronise refused under graph capture (107027) that the debug
                                         # switch ASCEND_LAUNCH_BLOCKING=1 forced (vllm-ascend #2138)
-                                        "NUM047": frozenset({"ENV824"})}  # fmt: skip
+                                        "NUM047": frozenset({"ENV824"}),
+                                        # an ATB operation that cannot be created because the caller used
+                                        # torch_npu's unsupported ATB example interface (Ascend/pytorch #94)
+                                        "NUM060": frozenset({"ENV835"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
 # the verdict (commands/logs.py) it is shown as context, an info finding, unless one of those failures is in the log.
-SETTING_RULES: dict[str, frozenset[str]] = {"ENV824": frozenset({"NUM047"})}
+# A call echoed in a traceback is read the same way: torch_npu's ATB example interface `_npu_matmul_add_fp32`
+# (ENV835) explains only the ATB creation failure it leads to (NUM060), not any other error under it.
+SETTING_RULES: dict[str, frozenset[str]] = {"ENV824": frozenset({"NUM047"}), "ENV835": frozenset({"NUM060"})}
 
 
 def yields_to_task(rule: str, others: Iterable[str]) -> bool:
