@@ -77,6 +77,11 @@ USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         "NUM010": frozenset({"COMM079"}), "NUM008": frozenset({"COMM079"}),
                                         "ENV806": frozenset({"ENV047"}),
+                                        # `rtGetDevMsg execution failed, the context is a null pointer` is the
+                                        # runtime fetching the error message after the device could not be
+                                        # opened (TsdOpen / driver open failed under aclrtSetDevice 507033):
+                                        # the open failure is the cause (PTOAS #424, #948)
+                                        "ENV082": frozenset({"ENV701", "ENV770"}),
                                         # a synchronise refused under graph capture (107027) that the debug
                                         # switch ASCEND_LAUNCH_BLOCKING=1 forced (vllm-ascend #2138)
                                         "NUM047": frozenset({"ENV824"}),

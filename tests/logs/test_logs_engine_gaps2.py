@@ -376,3 +376,23 @@ def test_an_hccl_transport_error_in_the_traceback_of_a_qp_allocation_failure_yie
     facts, _ = collect([str(tmp_path)])
     head = headline_finding(signature_findings(facts.get_known("logs.hits")))
     assert head is not None and head.rule == "COMM044"
+
+
+@pytest.mark.parametrize(("case", "want"), [
+    ("ptoas-424-tsdopen-tdt-error-34-aclrtsetdevice-507033-ee1001-2026/paste.log", "ENV770"),
+    ("ptoas-948-haldeviceopen-drvretcode-7-aclrtsetdevice-507033-2026/paste.log", "ENV701"),
+])
+def test_a_null_context_error_fetch_yields_to_the_failed_device_open_under_it(tmp_path, case, want):
+    """PTOAS #424 / #948: `rtGetDevMsg execution failed, the context is a null pointer` (EE1001, ENV082) is the
+    runtime fetching the error message after aclrtSetDevice could not open the device; the TraceBack under it
+    says why (TsdOpen failed, ENV770; the driver's halDeviceOpen failed, ENV701). Alone it stays ENV082."""
+    from msdoctor.checks.logs import yields_to_task
+    from msdoctor.commands.logs import headline_finding, signature_findings
+    from msdoctor.facts.logs import collect
+
+    assert yields_to_task("ENV082", ["ENV082", "ENV770"]) and yields_to_task("ENV082", ["ENV082", "ENV701"])
+    assert not yields_to_task("ENV082", ["ENV082", "ENV050", "NUM030"])  # a code family does not explain it
+    (tmp_path / "log.txt").write_text((CORPUS / case).read_text(encoding="utf-8"), encoding="utf-8")
+    facts, _ = collect([str(tmp_path)])
+    head = headline_finding(signature_findings(facts.get_known("logs.hits")))
+    assert head is not None and head.rule == want
