@@ -97,6 +97,10 @@ def to_ere(pattern: str) -> str | None:
             out.append(("\\" + nxt) if (nxt in ".[]()*+?{}|^$\\b" and not in_class) else (nxt if in_class else "\\" + nxt))
             i += 2
             continue
+        if p.startswith("[^\\n]", i) and not in_class:  # "any character but a newline": every character of a line
+            out.append(".")
+            i += 5
+            continue
         if ch == "[" and not in_class:
             in_class = True
         elif ch == "]" and in_class:

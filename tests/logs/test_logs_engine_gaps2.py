@@ -77,6 +77,28 @@ def test_generic_markers_of_both_engines_come_from_one_table():
     assert GENERIC_ERE == tuple(to_ere(p) for p in GENERIC_MARKER_PATTERNS)
 
 
+def test_any_character_but_a_newline_is_any_character_of_a_line_for_grep():
+    from msdoctor.facts.loggrep import to_ere
+
+    # grep reads lines without their newline: `[^\n]` is `.` (it once became `[^]`, which grep refuses)
+    assert to_ere(r"is illegal\b[^\n]{0,60}?allocated with") == r"is illegal\b.{0,60}allocated with"
+    assert to_ere(r"a[^x\n]b") == "a[^x]b"  # a class with more in it keeps the rest
+    assert to_ere(r"\[x\][^\n]") == r"\[x\]."  # an escaped bracket is a literal, not a class
+
+
+@pytest.mark.skipif(shutil.which("grep") is None, reason="GNU grep not installed")
+def test_the_catalogues_signatures_all_run_in_grep():
+    """One signature without an ERE translation (or one grep refuses) sends every log back to the slower Python
+    engine: the fast engine must take the whole catalogue."""
+    from msdoctor.engine.evaluate import signature_set
+    from msdoctor.facts.loggrep import patterns_for, usable
+    from msdoctor.facts.logstate import ScanSpec
+
+    spec = ScanSpec(signature_set(load_catalogue()), engine="auto")
+    assert patterns_for(spec) is not None
+    assert usable(spec) is not None
+
+
 @pytest.mark.skipif(shutil.which("grep") is None, reason="GNU grep not installed")
 def test_generic_markers_select_the_same_lines_in_both_engines(tmp_path):
     """Every line of the real-world corpus (and a few edge lines) is a candidate for both engines or for neither."""
