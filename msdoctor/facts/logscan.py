@@ -271,7 +271,11 @@ def _scan_batch(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def _run_batch(paths: list[str], spec: ScanSpec) -> list[dict[str, Any]]:
-    if spec.engine == "python":
+    # grep compiles the whole catalogue's patterns before it reads a byte: ~0.3 s idle for ~1900 signatures,
+    # 5x the Python engine's time on a pasted excerpt (bench/RESULTS.md). It pays back on big inputs only,
+    # so a batch smaller than grep_min_size in all is read by the Python engine (the same verdicts; the
+    # engines are held equal by tests/logs).
+    if spec.engine == "python" or sum(_size(p) for p in paths) < spec.grep_min_size:
         return [scan_file(p, spec) for p in paths]
     from msdoctor.facts.loggrep import scan_batch
 
