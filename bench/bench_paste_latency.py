@@ -69,6 +69,29 @@ def signature_build() -> tuple[float, float, float]:
     return load, cold, time.perf_counter() - t0
 
 
+def scan_engines(cases: list[Path], runs: int) -> tuple[float, float]:
+    """Median seconds of the scan stage per case, in process: grep as pre-filter (forced, as for a big input)
+    and the Python engine (what ``msdoctor logs`` uses below ``ScanSpec.grep_min_size``)."""
+    sys.path.insert(0, str(ROOT))
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.engine.evaluate import signature_set
+    from msdoctor.facts.logscan import ScanSpec, scan_files
+
+    sigs = signature_set(load_catalogue())
+    specs = {"grep": ScanSpec(sigs, grep_min_size=0), "python": ScanSpec(sigs, engine="python")}
+    times: dict[str, list[float]] = {"grep": [], "python": []}
+    for case in cases:
+        files = [str(f) for f in sorted(case.rglob("*")) if f.is_file() and f.name != "SOURCE.md"]
+        for _ in range(runs):
+            for name, spec in specs.items():
+                t0 = time.perf_counter()
+                res = scan_files(files, spec, jobs=1)
+                times[name].append(time.perf_counter() - t0)
+                if name == "grep":  # a web copy or a hard-wrapped paste goes to the Python engine even so
+                    assert any(r.get("engine") == "grep" for r in res) or not res, case
+    return statistics.median(times["grep"]), statistics.median(times["python"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=15)
@@ -96,6 +119,7 @@ def main() -> None:
                 times["msdoctor"].append(w)
                 rcs.add(rc)
     load, cold, warm = signature_build()
+    scan_grep, scan_py = scan_engines(cases, a.runs)
     med = {k: statistics.median(v) for k, v in times.items()}
     text = "\n".join([
         SECTION,
@@ -117,6 +141,11 @@ def main() -> None:
         f"`sre_parse` for its literal anchor), {warm:.3f} s warm. A CLI run pays the cold build once; a process that "
         f"diagnoses many inputs (the corpus in the test suite, the TUI, a watchdog) paid it for every input until the "
         f"anchors were cached.",
+        "",
+        f"The scan stage alone, in process, median per case: {scan_grep:.3f} s with grep as the pre-filter (it "
+        f"compiles all {n_pats} patterns before it reads a byte), {scan_py:.3f} s with the Python engine "
+        f"({scan_grep / scan_py:.1f}× faster). `msdoctor logs` reads inputs under 4 MiB in all with the Python "
+        f"engine and hands bigger ones to grep (section `msdoctor logs vs grep -E`).",
     ]) + "\n"
     print(text)
     if not a.no_write:
