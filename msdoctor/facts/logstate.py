@@ -127,6 +127,15 @@ class ScanSpec:
     prefilter: re.Pattern[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
+        # One pre-filter per signature set and paste flag: a process that reads many inputs (the corpus in the
+        # tests, the TUI, a watchdog, collect()'s paste rescan) built it again for each, ~30 ms of re.escape
+        # and compile every time.
+        built = self.sigs.derived.get(("prefilter", self.paste))
+        if built is None:
+            built = self.sigs.derived[("prefilter", self.paste)] = self._build_prefilter()
+        self.prefilter = built
+
+    def _build_prefilter(self) -> re.Pattern[bytes]:
         parts: list[bytes] = list(GENERIC_MARKERS)
         if self.paste:
             parts.append(PASTE_ERROR_RE.pattern.encode("utf-8"))
@@ -137,7 +146,7 @@ class ScanSpec:
                 parts.append(_bytes_pattern(rx.pattern))
         # Longest first so a long anchor is not shadowed by its own prefix; duplicates removed.
         uniq = sorted(set(parts), key=len, reverse=True)
-        self.prefilter = re.compile(b"|".join(uniq), re.M)
+        return re.compile(b"|".join(uniq), re.M)
 
 def _bytes_pattern(pattern: str) -> bytes:
     """A str signature as an equivalent-enough bytes alternative (named groups dropped, flags scoped)."""
