@@ -194,8 +194,8 @@ def usable(spec: ScanSpec) -> tuple[str, ...] | None:
 
 
 def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanSpec], dict[str, Any]]) -> list[dict[str, Any]]:
-    """Scan several files with one grep process (its start-up and pattern compile cost 0.3-0.7 s for the
-    ~1160 patterns of the catalogue: logscan hands grep only batches of at least ``grep_min_size``).
+    """Scan several files with one grep process (its start-up and pattern compile cost ~0.3 s for the
+    ~1200 patterns of the catalogue: logscan hands grep only batches of at least ``grep_min_size``).
 
     ``scan_file`` is the Python engine, for what grep cannot read (no grep, ``.gz``); passed in by
     :mod:`logscan` so that this module depends on the state machine only, not on the other engine.
