@@ -272,9 +272,9 @@ def _scan_batch(paths: list[str]) -> list[dict[str, Any]]:
 
 def _run_batch(paths: list[str], spec: ScanSpec) -> list[dict[str, Any]]:
     # grep compiles the whole catalogue's ~1200 patterns before it reads a byte: the scan of a pasted excerpt
-    # takes ~0.3 s with grep, ~0.01 s with Python (bench/RESULTS.md, "msdoctor logs on one paste"). It pays back on big inputs only,
-    # so a batch smaller than grep_min_size in all is read by the Python engine (the same verdicts; the
-    # engines are held equal by tests/logs).
+    # takes ~0.3 s with grep, ~0.01 s with Python (bench/RESULTS.md, "msdoctor logs on one paste"). It pays
+    # back on big inputs only, so a batch smaller than grep_min_size in all is read by the Python engine (the
+    # same verdicts; the engines are held equal by tests/logs).
     if spec.engine == "python" or sum(_size(p) for p in paths) < spec.grep_min_size:
         return [scan_file(p, spec) for p in paths]
     from msdoctor.facts.loggrep import scan_batch

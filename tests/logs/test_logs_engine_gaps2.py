@@ -118,9 +118,9 @@ def test_the_signature_set_and_its_prefilter_are_built_once_per_catalogue():
 
 @pytest.mark.skipif(shutil.which("grep") is None, reason="GNU grep not installed")
 def test_a_small_input_is_read_by_python_and_a_big_batch_by_grep(tmp_path):
-    """grep compiles the whole catalogue before it reads a byte (0.3-0.7 s for ~1160 patterns, 5x the Python
-    engine's time on a pasted excerpt): files below grep_min_size in all are read by the Python engine, a batch
-    that reaches it by grep, and both give the same findings."""
+    """grep compiles the whole catalogue before it reads a byte (a paste's scan: ~0.3 s with grep, ~0.01 s with
+    Python, bench/RESULTS.md "msdoctor logs on one paste"): files below grep_min_size in all are read by the
+    Python engine, a batch that reaches it by grep, and both give the same findings."""
     from msdoctor.engine.evaluate import signature_set
     from msdoctor.facts.logscan import scan_files
     from msdoctor.facts.logstate import ScanSpec
