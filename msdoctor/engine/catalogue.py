@@ -20,7 +20,7 @@ import tomllib
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -55,11 +55,24 @@ CheckFn = Callable[[Facts, Mapping[str, Any]], Iterable[Hit]]
 
 @dataclass(frozen=True)
 class Signature:
-    """A regex over one log line / exception text, with the named groups it extracts."""
+    """A regex over one log line / exception text, with the named groups it extracts.
+
+    The regex is compiled on first use, not at load: compiling all ~1270 patterns was about half of loading the
+    catalogue, and a paste runs the regexes of the few signatures whose literal anchor it contains. The tests
+    compile every shipped pattern; ``source`` names the rule file and field in the error that a pattern which
+    does not compile raises (the CLI prints it as one line, exit 2).
+    """
 
     pattern: str
-    regex: re.Pattern[str]
     where: tuple[str, ...] = ()
+    source: str = field(default="", compare=False)
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        try:
+            return re.compile(self.pattern)
+        except re.error as exc:
+            raise CatalogueError(f"{self.source}: signature pattern {self.pattern[:80]!r} does not compile ({exc})") from None
 
     @property
     def groups(self) -> tuple[str, ...]:
@@ -206,17 +219,13 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         where = f"signatures[{i}]"
         if not isinstance(s, dict) or not isinstance(s.get("pattern"), str) or not s["pattern"]:
             raise CatalogueError(f"{path}: field '{where}.pattern' missing or not a string")
-        try:
-            rx = re.compile(s["pattern"])
-        except re.error as exc:
-            raise CatalogueError(f"{path}: field '{where}.pattern' does not compile ({exc})") from None
         unknown = sorted(set(s) - {"pattern", "where"})
         if unknown:
             raise CatalogueError(f"{path}: unknown field '{where}.{unknown[0]}'")
         w = s.get("where", [])
         if isinstance(w, str):
             w = [w]
-        sigs.append(Signature(pattern=s["pattern"], regex=rx, where=tuple(w)))
+        sigs.append(Signature(pattern=s["pattern"], where=tuple(w), source=f"{path}: field '{where}.pattern'"))
     check = doc.get("check")
     if check is not None and (not isinstance(check, str) or not CHECK_RE.match(check)):
         raise CatalogueError(f"{path}: field 'check' must name 'module.function' in msdoctor/checks")

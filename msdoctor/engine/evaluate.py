@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from msdoctor.engine.catalogue import Catalogue, CheckFn, Rule, resolve_check
+from msdoctor.engine.catalogue import Catalogue, CheckFn, Rule, Signature, resolve_check
 from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Finding, Hit, NotEvaluated, sort_findings
 
@@ -145,16 +145,17 @@ class SignatureSet:
     CACHE_MAX = 65536
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        self.entries: list[tuple[Rule, re.Pattern[str], str | None]] = []
+        # (rule, signature, anchor): a signature's regex is compiled the first time a line holds its anchor
+        self.entries: list[tuple[Rule, Signature, str | None]] = []
         for rule in rules:
             for sig in rule.signatures:
-                self.entries.append((rule, sig.regex, literal_anchor(sig.pattern)))
+                self.entries.append((rule, sig, literal_anchor(sig.pattern)))
         anchored = [a for _, _, a in self.entries if a]
-        self._unanchored = [(r, rx) for r, rx, a in self.entries if not a]
-        self._by_anchor: dict[str, list[tuple[Rule, re.Pattern[str]]]] = {}
-        for r, rx, a in self.entries:
+        self._unanchored = [(r, sg) for r, sg, a in self.entries if not a]
+        self._by_anchor: dict[str, list[tuple[Rule, Signature]]] = {}
+        for r, sg, a in self.entries:
             if a:
-                self._by_anchor.setdefault(a, []).append((r, rx))
+                self._by_anchor.setdefault(a, []).append((r, sg))
         alts = sorted(set(anchored), key=len, reverse=True)
         self.prefilter = re.compile("|".join(re.escape(a) for a in alts)) if alts else None
         self._digit_anchors = [a for a in self._by_anchor if _DIGITS.search(a)]
@@ -165,7 +166,7 @@ class SignatureSet:
         self.generic_ids: frozenset[str] = frozenset()  # the code-family rules (reported when nothing specific is)
         self._knows: dict[str, set[str]] = {}
         self.derived: dict[Any, Any] = {}  # what readers build from this set once (logstate.ScanSpec's pre-filter)
-        if any("cann_code" in rx.groupindex or "acl_code" in rx.groupindex for _, rx, _ in self.entries):
+        if any("(?P<cann_code>" in sg.pattern or "(?P<acl_code>" in sg.pattern for _, sg, _ in self.entries):
             from msdoctor.engine.codes import family_rules
 
             self._family = family_rules() & set(self._by_id)
@@ -174,7 +175,7 @@ class SignatureSet:
                 text = " ".join([r.title, r.detects] + [sg.pattern for sg in r.signatures])
                 self._knows[r.id] = set(_CODE_RE.findall(text))
 
-    def candidates(self, line: str) -> list[tuple[Rule, re.Pattern[str]]]:
+    def candidates(self, line: str) -> list[tuple[Rule, Signature]]:
         out = list(self._unanchored)
         key = _DIGITS.sub("", line)
         plain = self._cache.get(key)
@@ -195,10 +196,10 @@ class SignatureSet:
         seen: set[str] = set()
         out: list[SigMatch] = []
         done: dict[str, re.Match[str] | None] = {}  # rules sharing one pattern run it once
-        for rule, rx in self.candidates(line):
+        for rule, sg in self.candidates(line):
             if rule.id in seen:
                 continue
-            m = done[rx.pattern] if rx.pattern in done else done.setdefault(rx.pattern, rx.search(line))
+            m = done[sg.pattern] if sg.pattern in done else done.setdefault(sg.pattern, sg.regex.search(line))
             if m:
                 seen.add(rule.id)
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}

@@ -144,11 +144,11 @@ def grep_args(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
 
 def patterns_for(spec: ScanSpec) -> tuple[str, ...] | None:
     pats: set[str] = set(GENERIC_ERE)
-    for _rule, rx, anchor in spec.sigs.entries:
+    for _rule, sg, anchor in spec.sigs.entries:
         if anchor:
             pats.add(ere_literal(anchor))
             continue
-        ere = to_ere(rx.pattern)
+        ere = to_ere(sg.pattern)
         if ere is None:
             return None
         pats.add(ere)

@@ -139,11 +139,11 @@ class ScanSpec:
         parts: list[bytes] = list(GENERIC_MARKERS)
         if self.paste:
             parts.append(PASTE_ERROR_RE.pattern.encode("utf-8"))
-        for _rule, rx, anchor in self.sigs.entries:
+        for _rule, sg, anchor in self.sigs.entries:
             if anchor:
                 parts.append(re.escape(anchor.encode("utf-8")))
             else:  # no literal to anchor on: the whole pattern joins the pre-filter
-                parts.append(_bytes_pattern(rx.pattern))
+                parts.append(_bytes_pattern(sg.pattern))
         # Longest first so a long anchor is not shadowed by its own prefix; duplicates removed.
         uniq = sorted(set(parts), key=len, reverse=True)
         return re.compile(b"|".join(uniq), re.M)
