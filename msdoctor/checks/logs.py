@@ -87,7 +87,12 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         "NUM047": frozenset({"ENV824"}),
                                         # an ATB operation that cannot be created because the caller used
                                         # torch_npu's unsupported ATB example interface (Ascend/pytorch #94)
-                                        "NUM060": frozenset({"ENV835"})}  # fmt: skip
+                                        "NUM060": frozenset({"ENV835"}),
+                                        # vLLM-Ascend's `Mooncake transfer failed for send requests` (COMM072)
+                                        # printed because the handshake could not resolve the peer's address
+                                        # (`failed to get IP address of peer server …`, RT011): the address
+                                        # configuration is the cause (Mooncake #2161)
+                                        "COMM072": frozenset({"RT011"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
