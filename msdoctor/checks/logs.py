@@ -70,12 +70,15 @@ USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 # The generic reports of a kernel that faulted on the device (NUM010's `there is an exception of … aivector error`,
 # NUM008's `Aicore kernel execute failed`) yield to COMM079 where the faulting kernel is a cross-rank MoE
 # dispatch/combine: its "MTE DDR address out of range" is the peer's memory gone (network fault, peer exited),
-# CANN's troubleshooting case collection "网络问题导致Moe Dispatch/Combine算子执行报错".
+# CANN's troubleshooting case collection "网络问题导致Moe Dispatch/Combine算子执行报错". They also yield to ENV973:
+# the failed kernel's argument table dumped as all zeros (`[AIC_INFO] args(0 to 9) after execute:0, 0, …`) says the
+# kernel never received its arguments — a broken host-to-device copy (ASan on a Linux kernel older than 5.10, CANN
+# runtime FAQ), not a fault of the operator.
 # bitsandbytes' import-time report that its CPU-only library does not load (ENV806) yields to the quantizer's own
 # refusal `No GPU found. A GPU is needed for quantization.` (ENV047) where both are printed: the refusal names what
 # the job asked of it (MagicQuill #15); without it ENV806 reads the consequence that follows (Ascend/pytorch #10).
 YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
-                                        "NUM010": frozenset({"COMM079"}), "NUM008": frozenset({"COMM079"}),
+                                        "NUM010": frozenset({"COMM079", "ENV973"}), "NUM008": frozenset({"COMM079", "ENV973"}),
                                         "ENV806": frozenset({"ENV047"}),
                                         # `rtGetDevMsg execution failed, the context is a null pointer` is the
                                         # runtime fetching the error message after the device could not be
