@@ -95,7 +95,11 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # printed because the handshake could not resolve the peer's address
                                         # (`failed to get IP address of peer server …`, RT011): the address
                                         # configuration is the cause (Mooncake #2161)
-                                        "COMM072": frozenset({"RT011"})}  # fmt: skip
+                                        "COMM072": frozenset({"RT011"}),
+                                        # aclrtSetDevice's invalid-device code (107001) when the runtime could
+                                        # not map the id through the driver: the driver is not loaded (runtime
+                                        # FAQ "aclrtSetDevice调用失败", 现象2)
+                                        "RT013": frozenset({"ENV701"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
