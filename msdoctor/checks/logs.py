@@ -96,6 +96,10 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # (`failed to get IP address of peer server …`, RT011): the address
                                         # configuration is the cause (Mooncake #2161)
                                         "COMM072": frozenset({"RT011"}),
+                                        # a PTOAS validation program killed by SIGSEGV says only that it crashed;
+                                        # the samples of the same run that printed their device exception or
+                                        # their wrong output say what the kernel did (PTOAS #704, #761, #837)
+                                        "NUM055": frozenset({"NUM010", "NUM011", "NUM056"}),
                                         # aclrtSetDevice's invalid-device code (107001) when the runtime could
                                         # not map the id through the driver: the driver is not loaded (runtime
                                         # FAQ "aclrtSetDevice调用失败", 现象2)
