@@ -103,7 +103,11 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # aclrtSetDevice's invalid-device code (107001) when the runtime could
                                         # not map the id through the driver: the driver is not loaded (runtime
                                         # FAQ "aclrtSetDevice调用失败", 现象2)
-                                        "RT013": frozenset({"ENV701"})}  # fmt: skip
+                                        "RT013": frozenset({"ENV701"}),
+                                        # torch_npu's explanation line of 107001 (`Invalid device ID.`) is read
+                                        # only when the code line above it is cut or mangled; where that line
+                                        # is readable the runtime-code rules report it (ENV050, RT004, RT013)
+                                        "RT019": frozenset({"ENV050", "RT004", "RT013"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
