@@ -137,8 +137,8 @@ def main() -> None:
         f"| `grep -r -a -E -f PATTERNS CASE` | {med['grep']:.3f} | {med['grep'] / med['import']:.2f}× |",
         f"| `msdoctor logs --json CASE` | {med['msdoctor']:.3f} | {med['msdoctor'] / med['import']:.2f}× |",
         "",
-        f"Where a run's time goes, in process: loading the catalogue (every rule's TOML parsed, its regexes "
-        f"compiled) {load:.3f} s; building the signature set {cold:.3f} s with the anchor cache cold (every pattern parsed by "
+        f"Where a run's time goes, in process: loading the catalogue (every rule's TOML parsed; a signature's "
+        f"regex is compiled when a line first holds its anchor) {load:.3f} s; building the signature set {cold:.3f} s with the anchor cache cold (every pattern parsed by "
         f"`sre_parse` for its literal anchor), {warm:.3f} s warm. A CLI run pays the cold build once; a process that "
         f"diagnoses many inputs (the corpus in the test suite, the TUI, a watchdog) builds it once: the set is kept per "
         f"catalogue, with the scan pre-filter built from it.",
