@@ -1,7 +1,8 @@
 """The rule catalogue: one TOML document per rule under ``rules/<area>/<ID>.toml``.
 
 Loading is explicit and lazy (nothing registers itself on import). A malformed file raises
-:class:`CatalogueError` naming the file and the field.
+:class:`CatalogueError` naming the file and the field; a signature pattern that does not compile raises it when
+first used (see :class:`Signature`).
 
 The catalogue drives what runs: a rule says which ``msdoctor preflight`` group runs it
 (``preflight_group``) and whether the live supervisor evaluates it on every poll (``every_poll``), so
