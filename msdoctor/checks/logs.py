@@ -107,7 +107,12 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # torch_npu's explanation line of 107001 (`Invalid device ID.`) is read
                                         # only when the code line above it is cut or mangled; where that line
                                         # is readable the runtime-code rules report it (ENV050, RT004, RT013)
-                                        "RT019": frozenset({"ENV050", "RT004", "RT013"})}  # fmt: skip
+                                        "RT019": frozenset({"ENV050", "RT004", "RT013"}),
+                                        # a MoE dispatch/combine kernel whose tiling failed because the HCCL buffer
+                                        # it must fit in is too small (`HCCL_BUFFSIZE is too SMALL, … NEEDED_HCCL_BUFFSIZE`
+                                        # printed first, then `MoeDistributeDispatchV2 do tiling failed`): the buffer
+                                        # setting is the cause, whatever order the paste keeps (vllm-ascend #5287)
+                                        "NUM062": frozenset({"COMM073"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
