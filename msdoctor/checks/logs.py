@@ -108,11 +108,14 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # only when the code line above it is cut or mangled; where that line
                                         # is readable the runtime-code rules report it (ENV050, RT004, RT013)
                                         "RT019": frozenset({"ENV050", "RT004", "RT013"}),
-                                        # a MoE dispatch/combine kernel whose tiling failed because the HCCL buffer
-                                        # it must fit in is too small (`HCCL_BUFFSIZE is too SMALL, … NEEDED_HCCL_BUFFSIZE`
-                                        # printed first, then `MoeDistributeDispatchV2 do tiling failed`): the buffer
-                                        # setting is the cause, whatever order the paste keeps (vllm-ascend #5287)
-                                        "NUM062": frozenset({"COMM073"})}  # fmt: skip
+                                        # an operator's generic refusal (`X do tiling failed`, `Tiling failed`) where
+                                        # the same report names why: the HCCL buffer a MoE dispatch must fit in is too
+                                        # small (COMM073, vllm-ascend #5287), the query's head count differs from the
+                                        # kernel's (PAR017, sglang #23572), the op package has no tiling for this chip
+                                        # (ENV042), the kernel binary does not register (ENV043) — whatever order a
+                                        # paste keeps (a JSON string keeps none); these are the rules the corpus shows
+                                        # beside NUM062
+                                        "NUM062": frozenset({"COMM073", "PAR017", "ENV042", "ENV043"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in

@@ -28,6 +28,13 @@ IN_JSON = "mindspore-doc-eb0000-transpose-data-ub-exceed-bound-unsupported-2021"
 IN_JSON_BLANK = "llamafactory-4836-ez9999-aivec-exception-baichuan2-2024"
 # verl#4200: a metric line `training/rollout_probs_diff_max:nan` (NUM016) with a terminal's colour codes around it
 IN_COLOUR = "verl-4200-fp16-npu-rollout-probs-nan-2025"
+# 2026-12-03: a bare `EE8888:` line read as a bad device id (RT004) under a rank prefix; a traceback's frame line read
+# only at a line's start (ENV835) under a compose prefix; an operator's generic `do tiling failed` (NUM062) ahead of
+# the reason printed with it (COMM073's too-small HCCL buffer, PAR017's head count) in a JSON string or a joined line
+IN_RANK = "modelbox-357-ee8888-stream-flags-unsupported-2023"
+IN_COMPOSE = "ascend-pytorch-94-310p-npu-matmul-add-fp32-atb-linearoperation-createoperation-failed-2025"
+TILING_BUFFER = "vllm-ascend-5287-hccl-buffsize-too-small-moe-dispatch-v2-a3-2025"
+TILING_HEADS = "sglang-pr23572-npu-ascend-fa-ulysses-checkqshape-561002-2026"
 
 
 def root_rule(path: Path) -> str | None:
@@ -50,7 +57,12 @@ def test_an_embedded_string_loses_its_json_quotes():
     assert split_embedded_at('"a\\n\\nb\\n"') == [(0, "a"), (2, "b")]
 
 
-@pytest.mark.parametrize(("case", "form"), [(QUOTED, "quote"), (IN_JSON, "json"), (IN_JSON_BLANK, "json"), (IN_COLOUR, "ansi")])
+@pytest.mark.parametrize(
+    ("case", "form"),
+    [(QUOTED, "quote"), (IN_JSON, "json"), (IN_JSON_BLANK, "json"), (IN_COLOUR, "ansi"), (IN_RANK, "rank prefix"),
+     (IN_COMPOSE, "compose prefix"), (IN_COMPOSE, "oneline"), (TILING_BUFFER, "json"), (TILING_HEADS, "json"),
+     (TILING_HEADS, "oneline")],
+)
 def test_verdict_survives_the_paste_form(case, form, tmp_path):
     src = CASES / case
     name = next(p.name for p in src.iterdir() if p.name != "SOURCE.md")
