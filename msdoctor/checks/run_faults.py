@@ -85,9 +85,9 @@ def crashed_rank(facts: Facts, params: Mapping[str, Any]) -> Iterable[Hit]:
 @cache
 def _signatures() -> Any:
     from msdoctor.engine.catalogue import load_catalogue
-    from msdoctor.engine.evaluate import SignatureSet
+    from msdoctor.engine.evaluate import signature_set
 
-    return SignatureSet(load_catalogue().select(kind="signature"))
+    return signature_set(load_catalogue())
 
 
 def classify(text: str) -> tuple[Any, str] | None:

@@ -150,14 +150,11 @@ class SignatureSet:
         for rule in rules:
             for sig in rule.signatures:
                 self.entries.append((rule, sig, literal_anchor(sig.pattern)))
-        anchored = [a for _, _, a in self.entries if a]
         self._unanchored = [(r, sg) for r, sg, a in self.entries if not a]
         self._by_anchor: dict[str, list[tuple[Rule, Signature]]] = {}
         for r, sg, a in self.entries:
             if a:
                 self._by_anchor.setdefault(a, []).append((r, sg))
-        alts = sorted(set(anchored), key=len, reverse=True)
-        self.prefilter = re.compile("|".join(re.escape(a) for a in alts)) if alts else None
         self._digit_anchors = [a for a in self._by_anchor if _DIGITS.search(a)]
         self._plain_anchors = [a for a in self._by_anchor if not _DIGITS.search(a)]
         self._cache: dict[str, tuple[str, ...]] = {}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from msdoctor.engine.evaluate import SignatureSet, finding_from_hit, run_checks
+from msdoctor.engine.evaluate import finding_from_hit, run_checks, signature_set
 from msdoctor.engine.model import Evidence, Finding, Hit
 
 _RANK_FILE = re.compile(r"(?:^|_)(\d+)\.log$")
@@ -93,7 +93,7 @@ class LogTail:
         self.console_rank = console_rank  # a one-process job: its console is rank 0's log
         self.started = started
         self.catalogue = catalogue or load_catalogue()
-        self.sigs = SignatureSet(self.catalogue.select(kind="signature"))
+        self.sigs = signature_set(self.catalogue)
         self.files: dict[Path, _File] = {}
         self.agg: dict[tuple[str, int | None], _Agg] = {}
         self.worker_texts: set[str] = set()
