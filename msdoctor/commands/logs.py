@@ -365,6 +365,12 @@ def run(args: argparse.Namespace) -> int:
     first = first_observed_failure(facts)
     if first is not None:  # torchrun's failure summary: the culprit rank and how it ended (a signal)
         rc = with_first_failure(rc, first, KILL_RULE)
+    if rc.get("rule") and rc.get("message"):
+        # a message whose cause the threads often found elsewhere (a kernel code whose op package was older than
+        # the framework): the rule's measured other causes go beside the verdict, never instead of it
+        other = load_catalogue().get(str(rc["rule"]))
+        if other is not None and other.other_causes:
+            rc["other_causes"] = other.other_causes
     cov = coverage(facts, scan, rows)
     if args.dump_facts:  # the verdict is written beside the facts it was drawn from (consumers need not redo it)
         facts.set("logs.verdict", rc, "logs")
@@ -415,6 +421,9 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
             out.print(f"  • {escape(step)}")
         if rc.get("fix") and rc.get("verdict") == "first-error":
             out.print(f"  fix: {escape(str(rc['fix']).split(chr(10))[0][:300])}")
+        if rc.get("other_causes"):
+            text = " ".join(str(rc["other_causes"]).split())
+            out.print(f"  when it is not that: {escape(text if verbose else text[:400] + ('…' if len(text) > 400 else ''))}")
     else:
         what = {"unrecognised-error": "unrecognised error", "incomplete-traceback": "incomplete traceback"}.get(
             str(rc.get("verdict")), "not determined")

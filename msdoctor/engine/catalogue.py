@@ -102,6 +102,7 @@ class Rule:
     seed_correction: str | None = None
     preflight_group: str | None = None
     every_poll: bool = False
+    other_causes: str | None = None
 
     @property
     def kind(self) -> str:
@@ -136,6 +137,8 @@ class Rule:
             d["preflight_group"] = self.preflight_group
         if self.every_poll:
             d["every_poll"] = True
+        if self.other_causes:
+            d["other_causes"] = self.other_causes
         return d
 
 
@@ -251,9 +254,12 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         raise CatalogueError(f"{path}: field 'every_poll' must be true or false")
     if every_poll and (not check or source != "run"):
         raise CatalogueError(f"{path}: field 'every_poll' is for check rules of source run")
+    other = doc.get("other_causes")
+    if other is not None and (not isinstance(other, str) or len(other.strip()) < 40):
+        raise CatalogueError(f"{path}: field 'other_causes' must be a text of at least 40 characters")
     known = set(TEXT_FIELDS) | {
         "id", "area", "severity", "references", "role", "signatures", "check", "source", "params",
-        "seed", "seed_correction", "status", "preflight_group", "every_poll",
+        "seed", "seed_correction", "status", "preflight_group", "every_poll", "other_causes",
     }  # fmt: skip
     extra = sorted(set(doc) - known)
     if extra:
@@ -273,6 +279,7 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         seed_correction=doc.get("seed_correction"),
         preflight_group=group,
         every_poll=every_poll,
+        other_causes=other.strip() if other else None,
         **texts,
     )
 

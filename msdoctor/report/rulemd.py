@@ -16,6 +16,8 @@ def rule_markdown(r: Rule, heading: str = "##") -> str:
         ("Fix", r.fix),
     ):
         parts += [f"**{title}.** {body.strip()}", ""]
+    if r.other_causes:
+        parts += [f"**When it is not that.** {r.other_causes}", ""]
     if r.seed_correction:
         row = f" (seed {r.seed})" if r.seed else ""
         parts += [f"**Where the seed article is wrong{row}.** {r.seed_correction.strip()}", ""]

@@ -39,6 +39,8 @@ def test_good_rule_parses():
         (lambda s: 'check = "env.x"\n' + s, "check"),
         (lambda s: s + 'colour = "red"\n', "signatures[0].colour"),
         (lambda s: s.replace("title =", "title = = "), "TOML"),
+        (lambda s: 'other_causes = 3\n' + s, "other_causes"),
+        (lambda s: 'other_causes = "too short"\n' + s, "other_causes"),
     ],
 )
 def test_malformed_rule_names_path_and_field(mutate, field):
