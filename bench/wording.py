@@ -21,6 +21,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         results = ROOT / "bench" / "RESULTS.md"
         old = results.read_text(encoding="utf-8")
         pattern = re.compile(re.escape(HEAD) + r".*?(?=\n## |\Z)", re.S)
-        body = f"{HEAD}\n\n{__doc__.split(chr(10) * 2)[1].strip()}\n\n{text}\n"
-        new = pattern.sub(body.rstrip("\n"), old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + body
+        when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        body = f"{HEAD}\n\nMeasured {when}. {__doc__.split(chr(10) * 2)[1].strip()}\n\n{text}\n"
+        new = pattern.sub(lambda _m: body.rstrip("\n") + "\n", old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + body
         results.write_text(new, encoding="utf-8")
     return 0
 
