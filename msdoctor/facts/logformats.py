@@ -283,6 +283,62 @@ def split_embedded_at(text: str) -> list[tuple[int, str]]:
     return [(i, p) for i, p in enumerate(pieces) if p.strip()]
 
 
+# A paste whose line breaks a forum or a Q&A form dropped: every record of the log on one line, joined by a space.
+# A record starts where a log line of a known grammar would. Strong starts are ones a log writes only at a line's
+# start: a traceback's head or frame, MindSpore's / CANN's `[ERROR] HCCL(pid,…` and torch_npu's `[ERROR] 2024-…`,
+# c10's `[W NPUStream.cpp:365]`, glog's `E0817 16:52:02.414082`, a CANN code with its time (`EI0006: 2024-08-05-…`)
+# or opening its block (`EZ9999: Inner Error!`, plog detail `EZ9999  [InferShape] …`).
+# Prefixes stack in front of one record (Ray's `(Worker pid=N)`, vLLM's `ERROR 05-15 11:58:24`, `[rank1]:`), so
+# they make a flattened line only when one of them comes again. Once a line is flattened, it is also cut before
+# weak starts: a Python exception (`RuntimeError: `), a bare CANN code (`EZ9999  [`), a bracketed level, a time stamp.
+FLAT_STRONG_RE = re.compile(
+    r"(?<=\s)(?:Traceback \(most recent call last\):|File \"[^\"]{1,300}\", line \d{1,7}, in |"
+    r"\[(?:ERROR|WARNING|INFO|DEBUG|CRITICAL|EXCEPTION|EVENT)\] (?:[A-Z_]{2,20}\(\d{1,9},|\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d)|"
+    r"\[[WEI]\d{0,4} [\w./-]{1,80}:\d{1,6}\] |[EWIF]\d{4} \d\d:\d\d:\d\d\.\d{3,9} |"
+    r"E[A-Z0-9]\d{4}: (?:\[PID: \d{1,9}\] )?\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d|E[A-Z0-9]\d{4}: Inner Error!|E[A-Z0-9]\d{4}  [A-Z\[])"
+)
+FLAT_PREFIX_RE = re.compile(
+    r"(?:^|(?<=\s))(?:\[rank\d{1,5}\]:|\((?:[\w.-]{1,60} )?(?:rank=\d{1,5} )?pid=\d{1,9}(?:, ip=[\d.]{7,15})?\) |"
+    r"(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
+)
+FLAT_WEAK_RE = re.compile(
+    r"(?<=\s)(?:During handling of the above exception|The above exception was the direct cause|"
+    r"E[A-Z0-9]\d{4}(?::|  )|(?:[a-z_]\w{0,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception): |"
+    r"\[(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL)\][ :]|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)"
+)
+# what only heads a record (a launcher's prefix, a level and time stamp, a source location): joined to what follows
+FLAT_HEAD_RE = re.compile(
+    r"(?:\s*(?:\[rank\d{1,5}\]:|\([^()]{1,120}\)|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)(?: \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)?|"
+    r"\[[\w./-]{1,200}:\d{1,7}\]|\[(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL)\]:?))+\s*"
+)
+FLAT_MIN = 300  # a line shorter than this is a line, not a flattened log
+
+
+def split_flattened_at(text: str) -> list[tuple[int, str]]:
+    """A long line that holds several records of a log whose line breaks were lost → its records (index, text);
+    the line itself when it is not one."""
+    if len(text) < FLAT_MIN:
+        return [(0, text)]
+    strong = [m.start() for m in FLAT_STRONG_RE.finditer(text, 1)]
+    prefixes = [m.group(0)[:12] for m in FLAT_PREFIX_RE.finditer(text)]
+    if not strong and len(prefixes) == len(set(prefixes)):
+        return [(0, text)]
+    weak = [m.start() for m in FLAT_WEAK_RE.finditer(text, 1)]
+    again = [m.start() for m in FLAT_PREFIX_RE.finditer(text, 1)]
+    cuts = sorted({*strong, *weak, *again})
+    bounds = [0, *cuts, len(text)]
+    pieces: list[str] = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        piece = text[a:b].rstrip()
+        if pieces and FLAT_HEAD_RE.fullmatch(pieces[-1]):
+            pieces[-1] += " " + piece  # a launcher's prefix or a bare level heads the record after it
+        else:
+            pieces.append(piece)
+    if len(pieces) < 2:
+        return [(0, text)]
+    return [(i, p) for i, p in enumerate(p for p in pieces if p.strip())]
+
+
 # `{"error": "` / `{"detail": {"message": "` / a bare opening quote before the first line of an embedded message, and
 # the closing `"}` after its last
 JSON_OPEN_RE = re.compile(r'^\s*(?:\{\s*"[\w .-]{1,60}"\s*:\s*){1,3}"|^\s*"(?=\S)')

@@ -18,6 +18,7 @@ from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.facts.logformats import (
     CPP_TERMINATE_RE,
     CPP_WHAT_RE,
+    FLAT_MIN,
     MSRUN_WORKER_RE,
     SCHED_NODE_RE,
     TS_RE,
@@ -27,6 +28,7 @@ from msdoctor.facts.logformats import (
     rank_from_path,
     rank_hints,
     split_embedded_at,
+    split_flattened_at,
     strip_prefix_info,
     strip_prefixes,
     world_size_hint,
@@ -199,6 +201,7 @@ class _FileState:
         self.recognised = 0  # lines of a known grammar or matching a rule: is this a log at all?
         self.specific_line = -10  # the last line a catalogue rule (not a code family) read, or its detail
         self.specific_error = False  # … and whether that rule read it as an error
+        self.specific_umbrella = False  # … or as a consequence (a wrapper whose detail follows)
         self.in_block = False  # the lines since are the CANN message block under it
         self.open_frames: list[str] = []  # frames (source paths) of a traceback no exception line closed yet
         self.open_tb_line: int | None = None  # … its first line (the `Traceback` header, else its first frame)
@@ -409,6 +412,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
     if lineno == st.joined_line:
         return  # the `what():` line of the C++ exception above, already joined to it
     pieces = split_embedded_at(text)
+    if len(pieces) == 1 and len(pieces[0][1]) >= FLAT_MIN:
+        pieces = split_flattened_at(pieces[0][1])  # a paste whose line breaks were lost: its records, one by one
     last = 0
     for at, piece in pieces:
         if at - last > 1 and st.specific_line == lineno:
@@ -554,12 +559,14 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         # after an error (`rtStreamSynchronize… execute failed` then `… runtime result = 507011`), or a CANN
         # block that opens with an internal catch-all right under the line it explains (torch_npu's
         # `ERR02200 DIST call hccl api failed` then `EH9999: Inner Error!` / `EH9999: … runtime result = 207000`).
-        if st.specific_error or st.in_block or any(_internal_code(m.groups) for m in matches):
+        if st.specific_error or st.in_block or (st.specific_umbrella and any(_internal_code(m.groups) for m in matches)):
             matches = []
             st.specific_line, st.in_block = lineno, True
     elif any(m.rule.id not in generic and m.rule.severity.value != "info" and m.rule.role != "progress" for m in matches):
         st.specific_line, st.in_block = lineno, False
         st.specific_error = any(m.rule.id not in generic and m.rule.severity.value == "error" for m in matches)
+        # a wrapper that says only that a call failed (torch_npu's ERR02200, a consequence): the CANN block under it is its detail
+        st.specific_umbrella = any(m.rule.id not in generic and m.rule.role == "consequence" for m in matches)
     if matches or rec.grammar != "plain":
         st.recognised += 1
     classified = False

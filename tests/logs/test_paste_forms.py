@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from msdoctor.facts.logformats import split_embedded, split_embedded_at, strip_prefix_info
+from msdoctor.facts.logformats import split_embedded, split_embedded_at, split_flattened_at, strip_prefix_info
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +35,12 @@ IN_RANK = "modelbox-357-ee8888-stream-flags-unsupported-2023"
 IN_COMPOSE = "ascend-pytorch-94-310p-npu-matmul-add-fp32-atb-linearoperation-createoperation-failed-2025"
 TILING_BUFFER = "vllm-ascend-5287-hccl-buffsize-too-small-moe-dispatch-v2-a3-2025"
 TILING_HEADS = "sglang-pr23572-npu-ascend-fa-ulysses-checkqshape-561002-2026"
+# 2026-12-03: a log whose line breaks were lost (a forum that flattens a paste): its records are read one by one, so the
+# kernel's EZ9999 / E39999 after torch_npu's CPU-fallback warning (ENV086) and the socket time-out's EI0006 after it head
+# again, and vLLM-Ascend's EI0002 / 507048 block under Ray's prefixes is not read as the runtime's own time-out (NUM011)
+FALLBACK_AICPU = "pytorch-136302-isin-cpu-fallback-e39999-aicpu-21008-507018-2024"
+FALLBACK_SOCKET = "llamafactory-5071-ei0006-socket-timeout-ppo-2024"
+RAY_EI0002 = "vllm-ascend-1443-507048-ei0002-ray-2025"
 
 
 def root_rule(path: Path) -> str | None:
@@ -61,7 +67,8 @@ def test_an_embedded_string_loses_its_json_quotes():
     ("case", "form"),
     [(QUOTED, "quote"), (IN_JSON, "json"), (IN_JSON_BLANK, "json"), (IN_COLOUR, "ansi"), (IN_RANK, "rank prefix"),
      (IN_COMPOSE, "compose prefix"), (IN_COMPOSE, "oneline"), (TILING_BUFFER, "json"), (TILING_HEADS, "json"),
-     (TILING_HEADS, "oneline")],
+     (TILING_HEADS, "oneline"), (IN_JSON_BLANK, "oneline"), (FALLBACK_AICPU, "oneline"), (FALLBACK_SOCKET, "oneline"),
+     (RAY_EI0002, "oneline")],
 )
 def test_verdict_survives_the_paste_form(case, form, tmp_path):
     src = CASES / case
@@ -71,3 +78,36 @@ def test_verdict_survives_the_paste_form(case, form, tmp_path):
     again = paste.FORMS[form]((src / name).read_text(encoding="utf-8"))
     (tmp_path / name).write_text(again, encoding="utf-8")
     assert root_rule(tmp_path / name) == as_pasted
+
+
+def _log_lines(case: str) -> list[str]:
+    src = CASES / case
+    name = next(p.name for p in src.iterdir() if p.name != "SOURCE.md")
+    return (src / name).read_text(encoding="utf-8").splitlines()
+
+
+def test_a_flattened_log_is_cut_into_its_records():
+    flat = " ".join(ln.strip() for ln in _log_lines(FALLBACK_SOCKET) if ln.strip())
+    pieces = [p for _i, p in split_flattened_at(flat)]
+    assert pieces[0].startswith("[W VariableFallbackKernel.cpp:51] Warning: CAUTION")
+    assert pieces[1].startswith("EI0006: 2024-08-05-18:15:21.270.506 Getting socket times out.")
+
+
+@pytest.mark.parametrize(
+    ("case", "marker"),
+    [("vllm-ascend-2378-deepseek-v3-w8a8-npu-oom-load-model-2025", "NPU out of memory. Tried to allocate"),
+     ("vllm-ascend-1048-infer-schema-block-size-list-int-torch-version-2025", "ValueError: infer_schema")],
+)
+def test_one_long_record_under_its_prefixes_stays_one_line(case, marker):
+    """Ray's `(Worker pid=N)`, vLLM's `ERROR 08-14 11:52:41 [file:N]` and the exception after them are one record."""
+    line = next(ln for ln in _log_lines(case) if marker in ln and len(ln) >= 300)
+    assert split_flattened_at(line) == [(0, line)]
+
+
+def test_a_code_block_after_a_warning_is_not_the_warnings_detail(tmp_path):
+    """torch_npu's CPU-fallback warning (ENV086, a root-cause warning) then, on the next line, the kernel's EZ9999: the
+    CANN block under a line a rule read is that line's detail only after an error or a wrapper (ERR02200, a
+    consequence), not after a warning of its own."""
+    lines = [ln for ln in _log_lines(IN_JSON_BLANK) if ln.strip()]
+    (tmp_path / "log.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert root_rule(tmp_path / "log.txt") == "NUM030"
