@@ -74,11 +74,15 @@ USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 # the failed kernel's argument table dumped as all zeros (`[AIC_INFO] args(0 to 9) after execute:0, 0, …`) says the
 # kernel never received its arguments — a broken host-to-device copy (ASan on a Linux kernel older than 5.10, CANN
 # runtime FAQ), not a fault of the operator.
+# The runtime's `Aicore kernel execute failed … fault kernel_name=te_superkernel_…` (NUM008) names only the fused
+# kernel of a TorchAir/GE SuperKernel; NUM068 reads the scope (`origin_op_name [sk_<scope>_start_…_end_…]`) and the
+# faulting sub-operator (`symbol name=te_<op>_…`) of the same fault, so NUM008 yields to it (torchair docs,
+# superkernel_cases.md).
 # bitsandbytes' import-time report that its CPU-only library does not load (ENV806) yields to the quantizer's own
 # refusal `No GPU found. A GPU is needed for quantization.` (ENV047) where both are printed: the refusal names what
 # the job asked of it (MagicQuill #15); without it ENV806 reads the consequence that follows (Ascend/pytorch #10).
 YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
-                                        "NUM010": frozenset({"COMM079", "ENV973"}), "NUM008": frozenset({"COMM079", "ENV973"}),
+                                        "NUM010": frozenset({"COMM079", "ENV973"}), "NUM008": frozenset({"COMM079", "ENV973", "NUM068"}),
                                         "ENV806": frozenset({"ENV047"}),
                                         # `rtGetDevMsg execution failed, the context is a null pointer` is the
                                         # runtime fetching the error message after the device could not be
