@@ -188,10 +188,11 @@ SAME_FAULT_S = 10.0  # root errors this close to the first one are lines of the 
 # "a kernel raised an exception": within one CANN block (one time stamp) the generic device-exception report
 # yields to a rule that says more about the same fault — the kernel library that failed to load (ENV054), the
 # task that timed out (NUM011); likewise "an operator failed to compile" (ENV016) yields to the compiler's
-# check that says which input it refused (NUM037), and BiShengIR's "Failed to run BiShengHIR pipeline" (NUM024)
+# check that says which input it refused (NUM037), as does MindSpore's per-kernel wrapper "Single op compile failed, op:"
+# (NUM073), and BiShengIR's "Failed to run BiShengHIR pipeline" (NUM024)
 # yields to the pass error that says why (a UB overflow, NUM037; an unknown chip, ENV711). Both choices of the most
 # specific line use it: a rank's root event here, the headline finding in commands/logs.py.
-BLOCK_GENERIC = frozenset({"NUM010", "ENV016", "NUM024"})
+BLOCK_GENERIC = frozenset({"NUM010", "ENV016", "NUM024", "NUM073"})
 
 
 def _most_specific(roots: list[dict[str, Any]]) -> dict[str, Any]:
