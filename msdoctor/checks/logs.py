@@ -116,10 +116,11 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # the same report names why: the HCCL buffer a MoE dispatch must fit in is too
                                         # small (COMM073, vllm-ascend #5287), the query's head count differs from the
                                         # kernel's (PAR017, sglang #23572), the op package has no tiling for this chip
-                                        # (ENV042), the kernel binary does not register (ENV043) — whatever order a
-                                        # paste keeps (a JSON string keeps none); these are the rules the corpus shows
-                                        # beside NUM062
-                                        "NUM062": frozenset({"COMM073", "PAR017", "ENV042", "ENV043"})}  # fmt: skip
+                                        # (ENV042), the kernel binary does not register (ENV043), the attention
+                                        # kernel's actual-sequence-length metadata disagrees with its tensors (NUM063,
+                                        # vllm-ascend #6076, #9359) — whatever order a paste keeps (a JSON string keeps
+                                        # none); these are the rules the corpus shows beside NUM062
+                                        "NUM062": frozenset({"COMM073", "PAR017", "ENV042", "ENV043", "NUM063"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
