@@ -98,6 +98,8 @@ class Watchdog:
         self._fd: int | None = None
         self._rss = _Rss()
         self._lock = threading.Lock()
+        # held while the heartbeat writes and while close() writes "end": no heartbeat follows the end event
+        self._end_lock = threading.RLock()
         # per-step timing kept by phase(): how long the main thread spent in each phase since the last step
         self._phase_t = time.perf_counter()
         self._phase_times: dict[str, float] = {}
@@ -183,8 +185,9 @@ class Watchdog:
         self._remove_hooks()
         if not self.enabled:
             return
-        self._stop.set()
-        self.emit("end", step=self.last_step, status=status, watchdog_errors=self.errors)
+        with self._end_lock:
+            self._stop.set()
+            self.emit("end", step=self.last_step, status=status, watchdog_errors=self.errors)
         if self._reserve is not None:
             try:
                 self._reserve.unlink()
@@ -357,16 +360,12 @@ class Watchdog:
             try:
                 phase = self._heartbeat_phase()
                 where, where_user = main_thread_position()
-                self.emit(
-                    "heartbeat",
-                    step=self.last_step,
-                    phase=phase,
-                    phase_step=self.phase_step,
-                    where=where,
-                    where_user=where_user,
-                    since=self._last_progress,
-                    rss=self._rss(),
-                )
+                fields = {"step": self.last_step, "phase": phase, "phase_step": self.phase_step, "where": where,
+                          "where_user": where_user, "since": self._last_progress, "rss": self._rss()}  # fmt: skip
+                with self._end_lock:  # close() may have written "end" while this beat looked at the main thread
+                    if self._stop.is_set():
+                        return
+                    self.emit("heartbeat", **fields)
             except Exception as exc:  # never let the heartbeat thread die noisily inside training
                 self._disable(f"heartbeat failed: {exc}")
                 return

@@ -149,3 +149,33 @@ def test_context_manager_records_the_exception_and_a_failed_end(tmp_path):
     assert (exc["type"], exc["step"], exc["phase"]) == ("ValueError", 4, "forward")
     assert "MatMul" in exc["message"] and "Traceback" in exc["traceback"]
     assert evs[-1]["kind"] == "end" and evs[-1]["status"] == "failed"
+
+
+def test_no_heartbeat_follows_the_end_event(tmp_path, monkeypatch):
+    """A beat that was looking at the main thread when close() wrote "end" is dropped, not written after it (CI on a
+    loaded machine saw `… end, heartbeat`): the end event is the last line of a rank's stream."""
+    import threading
+
+    import msdoctor.watch.watchdog as wdmod
+
+    looking, go = threading.Event(), threading.Event()
+    real_position, real_emit = wdmod.main_thread_position, Watchdog.emit
+
+    def slow_position():
+        looking.set()
+        go.wait(5)
+        return real_position()
+
+    def emit(self, kind, **fields):
+        real_emit(self, kind, **fields)
+        if kind == "end":  # let the beat finish while close() is still between "end" and shutting the stream
+            go.set()
+            time.sleep(0.2)
+
+    monkeypatch.setattr(wdmod, "main_thread_position", slow_position)
+    monkeypatch.setattr(Watchdog, "emit", emit)
+    wd = Watchdog(tmp_path, rank=0, heartbeat_s=0.01).start()
+    assert looking.wait(5)
+    wd.close("ok")
+    time.sleep(0.1)
+    assert [e["kind"] for e in _events(tmp_path, 0)][-1] == "end"
