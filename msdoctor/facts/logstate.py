@@ -63,6 +63,9 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"\[[EF]:onnxruntime:", r"^\[[EF] [0-9][0-9]?/[0-9][0-9]? ", r"^\[(?:ERROR|CRITICAL)\|", r"\| (?:ERROR|CRITICAL) +\| ",
     r"(?:CRITICAL|FATAL) \[", r" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
     r"terminate called after throwing",  # a C++ abort
+    # a process killed by a signal, as its shell or faulthandler says it (CRASH_LINE_RE below decides)
+    r"(?:^|: +[0-9]{1,10} +|^Fatal Python error: )(?:Segmentation fault|Aborted|Bus error|Illegal instruction|"
+    r"Floating point exception|Killed)(?: +\(core dumped\))?(?: |\r?$)",
     r"^!!! Exception during processing !!!",  # ComfyUI's report of a failed node (logformats.PREFIX_RES)
     r'File "[^"\n]{1,300}", line [0-9]',  # a traceback frame: a paste cut before its exception line is still read
     r"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
@@ -107,6 +110,13 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?:\b|_)(?:errors?|fail(?:ed|ure|s)?|fatal|exc
                             r"overflow|out of memory|no space left|exceed(?:s|ed)?|corrupt(?:ed)?|abnormal|wrong|busy|"
                             r"divisible|crash(?:ed|es)?|deadlock|hang(?:s|ing)?|stuck)\b)|"
                             r"\bWARN(?:ING)?\b")  # fmt: skip
+
+# A process that died of a signal, as the shell or Python's faulthandler reports it (`Segmentation fault (core
+# dumped)`, `bash: line 1: 4242 Killed   python train.py`, `Fatal Python error: Aborted`): an error in a log of
+# any grammar, since the dead process could not log it at a level of its own.
+CRASH_LINE_RE = re.compile(r"^(?:(?:\S{1,200}: )?line \d{1,7}: +\d{1,10} +)?(?:Fatal Python error: )?"
+                           r"(?:Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point exception|Killed)"
+                           r"(?: +\(core dumped\))?(?:(?<=\d) .{0,500}| {2,}\S.{0,500})?\s*$")
 
 _DIGITS = re.compile(r"\d+")
 
@@ -426,6 +436,10 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             pre = strip_prefix_info(piece)
             prefix_level = pre.level
             level_error = pre.level in ("ERROR", "CRITICAL") or bool(LEVEL_PREFIX_ERROR_RE.match(piece))
+            if not level_error and CRASH_LINE_RE.match(pre.text):
+                level_error = True  # a process killed by a signal: an error in any grammar
+                if spec.paste:  # alone it makes no known grammar (the plain-paste reading decides the rest)
+                    st.recognised += 1
             if spec.paste and not level_error and pre.level is None and PASTE_ERROR_RE.search(pre.text):
                 level_error = True  # a plain paste: a line with error words is the error
                 st.recognised += 1

@@ -433,6 +433,43 @@ def test_an_unrecognised_error_is_not_reported_as_no_error(tmp_path):
     assert r.rc == 1  # an error was read: exit 0 would claim a clean bill of health
 
 
+# xLLM-AI/xllm#41: glog lines of a known grammar, then the shell's report that the server died of SIGSEGV
+XLLM_SEGFAULT = (
+    "I20250827 17:44:25.441357 220755 master.cpp:59] Creating engine with devices: npu:1\n"
+    "I20250827 17:44:25.441409 220755 dist_manager.cpp:105] Multi-node serving world_size = 1, each_node_ranks = 1, "
+    "current node rank = 0, nnodes = 1, dp_size = 1, ep_size = 1\n"
+    "Segmentation fault (core dumped)\n"
+)
+
+
+@pytest.mark.parametrize("crash", [
+    "Segmentation fault (core dumped)",
+    "./run.sh: line 380: 3535176 Segmentation fault      (core dumped) python serve.py",
+    "Fatal Python error: Aborted",
+    "Bus error (core dumped)",
+])  # fmt: skip
+def test_a_process_killed_by_a_signal_is_an_error_in_a_log_of_any_grammar(tmp_path, crash):
+    # the dead process could not log its end at a level: the shell's line is the error, and exit 0 with
+    # "No error or warning found" would be a false clean bill of health
+    log = tmp_path / "paste.log"
+    log.write_text(XLLM_SEGFAULT.replace("Segmentation fault (core dumped)", crash))
+    r = run_cli("logs", str(log))
+    assert "No error or warning found" not in r.out
+    assert "unrecognised error" in r.out and crash.split(" (")[0][-12:] in r.out
+    assert r.rc == 1
+    alone = tmp_path / "alone.log"  # no other line of a known grammar: the plain-paste reading still sees it
+    alone.write_text(f"loading model\n{crash}\n")
+    assert run_cli("logs", str(alone)).rc == 1
+
+
+def test_words_like_a_crash_inside_a_message_are_not_a_crash(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text(XLLM_SEGFAULT.replace("Segmentation fault (core dumped)",
+                                         "Aborted request(s) ['chatcmpl-1'] after the client closed it"))
+    r = run_cli("logs", str(log))
+    assert r.rc == 0 and "No error or warning found" in r.out
+
+
 def test_pip_error_lines_are_a_log_and_name_the_requirement(tmp_path):
     log = tmp_path / "pip.txt"
     log.write_text("ERROR: Could not find a version that satisfies the requirement torch-npu==2.5.1.post1.dev20250619 "
