@@ -106,6 +106,7 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?:\b|_)(?:errors?|fail(?:ed|ure|s)?|fatal|exc
                             r"allowed|ready|initiali[sz]ed|comply|(?:set )?correctly)|does not (?:exist|match|comply|allow)|doesn't match|can not|"
                             r"(?:is|are)n't enough|must be set|expected\b.{1,80}\bbut (?:got|found|received)|"
                             r"no such|killed|segmentation fault|core dumped|panic|has no attribute|no module named|is null|"
+                            r"undefined (?:symbol|reference)|command not found|"
                             r"null ?pointer|mismatch(?:ed|es)?|unsupport(?:ed)?|unavailable|illegal|incorrect|insufficient|"
                             r"overflow|out of memory|no space left|exceed(?:s|ed)?|corrupt(?:ed)?|abnormal|wrong|busy|"
                             r"divisible|crash(?:ed|es)?|deadlock|hang(?:s|ing)?|stuck)\b)|"
