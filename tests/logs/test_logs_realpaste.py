@@ -4,6 +4,7 @@ several jobs, input that is no log. Log lines are copied exactly from the public
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -588,3 +589,21 @@ def test_acl_2000xx_codes_other_than_bad_alloc_are_setup_faults_not_memory(tmp_p
         "Error in atexit._run_exitfuncs:\n"
         "……\n" + line + "\n", encoding="utf-8")  # fmt: skip
     assert run_cli("logs", "--json", str(log)).json()["root_cause"]["rule"] == "ENV736"
+
+
+# EdwardXuy/log-doc DEV_FAILURE_ANALYSIS.md (sglang EAGLE3 + DP LM head on A3): torch_npu's ERR00100 with EI0002's
+# "Possible Cause" list of a failed collective, then the runtime's catch-all EE9999 lines
+TSFW = Path(__file__).resolve().parents[1] / "realworld/logs/sglang-ascend-eagle3-dp-lm-head-rtmemcpyasync-tsfw-unknown-error-2026"
+POSSIBLE_CAUSE = re.compile(r"Possible Cause|As a result, collective|^ {8}[234]\. |communication operation within|is 1800s")
+
+
+def test_a_runtime_catch_all_beside_a_collective_time_out_is_its_consequence(tmp_path):
+    # the EE9999 `rtDeviceSynchronizeWithTimeout … tsfw unknown error` lines report the stream the failed
+    # collective held: the collective heads; without the collective's text the same EE9999 lines head again
+    d = run_cli("logs", "--json", str(TSFW / "paste.log")).json()
+    assert d["root_cause"]["rule"] == "COMM139"
+    assert any(f["rule"] == "NUM030" for f in d["findings"])
+    log = tmp_path / "paste.log"
+    log.write_text("".join(ln for ln in (TSFW / "paste.log").read_text(encoding="utf-8").splitlines(keepends=True)
+                           if not POSSIBLE_CAUSE.search(ln)), encoding="utf-8")  # fmt: skip
+    assert run_cli("logs", "--json", str(log)).json()["root_cause"]["rule"] == "NUM030"
