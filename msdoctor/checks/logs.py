@@ -108,6 +108,10 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # not map the id through the driver: the driver is not loaded (runtime
                                         # FAQ "aclrtSetDevice调用失败", 现象2)
                                         "RT013": frozenset({"ENV701"}),
+                                        # LMCache-Ascend's `register ptr failed` after the driver refused the
+                                        # HAL registration (`Unable to halHostRegister: 65534`): a driver older
+                                        # than 24.1.0, not a buffer too large (LMCache-Ascend #91)
+                                        "MEM024": frozenset({"ENV276"}),
                                         # torch_npu's explanation line of 107001 (`Invalid device ID.`) is read
                                         # only when the code line above it is cut or mangled; where that line
                                         # is readable the runtime-code rules report it (ENV050, RT004, RT013)
