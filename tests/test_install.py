@@ -67,3 +67,20 @@ def test_wheel_imports_from_its_install_and_ships_every_rule(installed: Path, tm
         assert Path(info[key]).resolve().is_relative_to(installed.resolve()), f"{key} came from {info[key]}"
     source_ids = sorted(r.id for r in load_from(ROOT / "rules"))
     assert info["rules"] == source_ids, "the wheel does not ship the same rules as rules/"
+
+
+def test_source_tree_uses_its_own_rules_whatever_msdoctor_rules_resolves_to(tmp_path: Path) -> None:
+    # A msdoctor_rules package earlier on the path (as the venv's editable install of another checkout is, for a
+    # git worktree run with PYTHONPATH) must not give this tree's engine another tree's rules.
+    decoy = tmp_path / "msdoctor_rules"
+    (decoy / "env").mkdir(parents=True)
+    (decoy / "__init__.py").write_text("", encoding="utf-8")
+    probe = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]; import msdoctor_rules; "
+             "from msdoctor.engine.catalogue import rules_root; print(msdoctor_rules.__file__); print(rules_root())")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", probe, str(ROOT), str(tmp_path)], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path, env=env)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    imported, root = out.stdout.strip().splitlines()[-2:]
+    assert Path(imported).resolve().is_relative_to(tmp_path.resolve()), "the decoy package was not the one imported"
+    assert Path(root).resolve() == (ROOT / "rules").resolve()

@@ -402,7 +402,13 @@ class Catalogue:
 
 
 def rules_root() -> Path:
-    """Where the rule files are: the ``msdoctor_rules`` package (source tree or installed)."""
+    """Where the rule files are: ``rules/`` beside this package when it runs from a source tree, else the
+    installed ``msdoctor_rules`` package. The source tree comes first so that code and rules always come from the
+    same checkout: a second checkout (a git worktree) run with ``PYTHONPATH`` pointing at it would otherwise get
+    its own engine with the rules of whichever checkout the venv's editable install maps ``msdoctor_rules`` to."""
+    tree = Path(__file__).resolve().parents[2]
+    if (tree / "pyproject.toml").is_file() and (tree / "rules" / "__init__.py").is_file():
+        return tree / "rules"
     return Path(str(resources.files("msdoctor_rules")))
 
 
