@@ -42,8 +42,12 @@ test-load: install
 	trap 'kill $$h1 $$h2 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 $(TESTS)
 
+# Every generated file, after a rule or a corpus case changes (the suite fails while one is stale):
+# docs/rules.md, the facts schema and the wording model.
 docs: install
 	$(PY) -m msdoctor.docsgen docs/rules.md
+	$(PY) -m msdoctor.schemagen --write
+	$(PY) -m msdoctor.wordinggen
 
 # Every benchmark, each side by side with its reference; each rewrites its section of bench/RESULTS.md.
 # Long (tens of minutes: the analyze benchmark generates ~1 GB profile trees and scales to 64 ranks).
