@@ -92,6 +92,13 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # a synchronise refused under graph capture (107027) that the debug
                                         # switch ASCEND_LAUNCH_BLOCKING=1 forced (vllm-ascend #2138)
                                         "NUM047": frozenset({"ENV824"}),
+                                        # torch_npu's `ERR00007 PTA feature not supported` tail under its graph-capture
+                                        # guard: the guard's line names what was refused — an aclop operator with no
+                                        # capturable implementation (`Cannot run aclop operators during NPU graph
+                                        # capture. Current working aclop is Fill`, ENV280, vllm-ascend #3960) or a call
+                                        # the captured code must not make (`Not support Generator … during NPU graph
+                                        # capture`, NUM047, sgl-kernel-npu #138)
+                                        "ENV085": frozenset({"ENV280", "NUM047"}),
                                         # an ATB operation that cannot be created because the caller used
                                         # torch_npu's unsupported ATB example interface (Ascend/pytorch #94)
                                         "NUM060": frozenset({"ENV835"}),
