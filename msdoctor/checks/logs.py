@@ -131,7 +131,13 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # kernel's actual-sequence-length metadata disagrees with its tensors (NUM063,
                                         # vllm-ascend #6076, #9359) — whatever order a paste keeps (a JSON string keeps
                                         # none); these are the rules the corpus shows beside NUM062
-                                        "NUM062": frozenset({"COMM073", "PAR017", "ENV042", "ENV043", "NUM063"})}  # fmt: skip
+                                        "NUM062": frozenset({"COMM073", "PAR017", "ENV042", "ENV043", "NUM063"}),
+                                        # the device's `Vm fault failed` (NUM139, an out-of-bounds access) where the
+                                        # same fault could not even be handed to the host process (`Host page fault
+                                        # send message fail`, COMM154): the process had ended while its AIV collectives
+                                        # ran — HCCL's HCCL_OP_EXPANSION_MODE page, Ctrl+C — and the faults are its
+                                        # aftermath
+                                        "NUM139": frozenset({"COMM154"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
