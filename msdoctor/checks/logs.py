@@ -36,7 +36,11 @@ def _clock(t: float | None) -> str:
 # A device task that timed out: on its own a root cause (a kernel that never finished), but next to a
 # collective time-out of the same process it is that collective's task (the FFTS+/stream task was the
 # HCCL op waiting for its peer) and so a consequence too.
+# (the runtime's reasons `[aicore timeout]` / `[vector core timeout]` / `[aicpu timeout]` are the same device-task
+# time-out, NUM011's reasons: a DeepEP notify-dispatch kernel that waited on a peer it could not reach reports
+# `retCode=0x25, [aicore timeout]` beside HCCL's EI0006 socket time-out, afd_demo's DeepEP notes)
 TASK_TIMEOUT_RE = re.compile(r"\b50704[678]\b|\b507034\b|\b107020\b|fftsplus timeout|task timeout|"
+                             r"(?:aicore|ai core|vector core|aicpu) timeout|"
                              r"internal task times out|stream sync(?:hronize)? time(?:d )?out", re.I)  # fmt: skip
 
 
