@@ -135,6 +135,30 @@ def test_grep_engine_agrees_with_the_python_engine(tmp_path, spec):
     assert gr["lines"] == py["lines"] == body.count("\n") + 1
 
 
+def test_a_hit_is_on_its_own_line_when_the_prefilter_takes_the_newline_before_it(tmp_path, spec):
+    """ENV249's pattern opens with `(?:^|\\s)`: in the byte pre-filter that `\\s` takes the newline in front of a
+    `FAILED tests/diffusers/…` line. After a line no rule reads, the Python engine read both lines as one and
+    gave ENV249 and ENV845 (`'Tensor' object has no attribute 'grad'`) the line above, where the message is not."""
+    import shutil
+
+    from msdoctor.facts.logscan import ScanSpec
+
+    sd3 = next(line for rid, line in _ruleid_lines() if rid == "ENV249" and "transformer_sd3.py" in line)
+    for nl in ("\n", "\r\n"):
+        f = tmp_path / "worker_0.log"
+        f.write_text(nl.join([NOISE, sd3, NOISE, sd3, ""]), encoding="utf-8", newline="")
+        engines = [ScanSpec(spec.sigs, engine="python")]
+        if shutil.which("grep") is not None:
+            engines.append(ScanSpec(spec.sigs, grep_min_size=0))
+        for sp in engines:
+            res = scan_file(str(f), sp)
+            for rid in ("ENV249", "ENV845"):
+                hit = res["hits"][rid]
+                assert (hit["count"], hit["first"]["line"], hit["last"]["line"]) == (2, 2, 4), (sp.engine, rid, nl)
+                assert hit["first"]["text"].startswith("FAILED tests/diffusers/"), hit["first"]["text"]
+            assert "grad" in res["hits"]["ENV845"]["first"]["text"] and NOISE not in res["hits"]["ENV845"]["first"]["text"]
+
+
 def test_grep_engine_counts_the_lines_after_the_last_error(tmp_path, spec):
     """grep hands over only the lines it keeps; the file's length is still every line (a paste of an error and
     the version lines under it is 5 lines read, not 1)."""
