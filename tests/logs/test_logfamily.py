@@ -184,6 +184,10 @@ SUPPORT_ENV = [
     "(Worker pid=8293) [Stage-0] ERROR 03-02 01:58:51 [multiproc_executor.py:783]   Value error, Invalid backend for "
     "piecewise compilation: vllm_ascend.compilation.compiler_interface.AscendCompiler [type=value_error, input_value="
     "ArgsKwargs((), {'level': ..._moe_cold_start': True}), input_type=ArgsKwargs]",
+    # the same grammar of a feature or a chip: cann-runtime-faq-aclrtgetversion-207000-feature-not-supported-…-2026
+    "aclrtGetVersion failed, ret = 207000, feature not supported",
+    # llamacpp-18133-ez9903-ascend910-not-implemented-2025/log.txt
+    "CANN error: EZ9903: [PID: 71888] 2025-12-17-18:13:01.238.630 support for Ascend910 is not implemented",
 ]
 # Lines of the corpus that say `not supported` of something else, and the area the corpus reads them as (None: the
 # fallback abstains today and must not start saying ENV)
