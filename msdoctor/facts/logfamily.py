@@ -37,6 +37,55 @@ class Families:
     modules: dict[str, tuple[str, float]] = field(default_factory=dict)
     frames: tuple[tuple[re.Pattern[str], str, float], ...] = ()
     calls: tuple[tuple[re.Pattern[str], str], ...] = ()  # the call a cut traceback stopped in → its area
+    support: Support | None = None  # `<backend> is not supported / does not support X`: a statement of support
+
+
+@dataclass(frozen=True)
+class Support:
+    """A statement that something is not supported / available / implemented / built, whose subject is a
+    back-end or a library (``[support]`` of error_families.toml): its ``area`` (ENV) gets ``weight``, and the
+    words of the ``discount`` areas inside the statement (the subject's own nouns: `ProcessGroupHCCL`, `NCCL`)
+    do not count, so the predicate outweighs the noun. A statement about an argument (``exclude``: a dtype, a
+    shape, an address) is the caller's or the network's, not the installation's, and is no such statement.
+
+    ``statements`` match the predicate and its object; the subject is the clause before it, read back here (a
+    regex that reads it would try every start of the line): up to CLAUSE characters, to a sentence's or a
+    clause's stop (`.` `,` `;` `:` `!` `?`, a line's start) but across a dotted or a C++ name (`torch.x`, `c10d::X`)."""
+
+    area: str
+    weight: float
+    discount: frozenset[str]
+    statements: tuple[re.Pattern[str], ...]
+    subjects: re.Pattern[str]
+    exclude: re.Pattern[str]
+
+    CLAUSE = 60
+
+    @classmethod
+    def clause_start(cls, text: str, end: int) -> int:
+        i, lo = end, max(0, end - cls.CLAUSE)
+        while i > lo:
+            c = text[i - 1]
+            if c == ":" and i >= 2 and text[i - 2] == ":":  # `c10d::ProcessGroupHCCL`
+                i -= 2
+                continue
+            if c == "." and i < len(text) and (text[i].isalnum() or text[i] == "_"):  # `torch.distributed`
+                i -= 1
+                continue
+            if c in ".,;:!?\n":
+                break
+            i -= 1
+        return i
+
+    def spans(self, block: str) -> list[tuple[int, int, str]]:
+        out = []
+        for rx in self.statements:
+            for m in rx.finditer(block):
+                start = self.clause_start(block, m.start())
+                text = block[start : m.end()]
+                if self.subjects.search(text) and not self.exclude.search(text):
+                    out.append((start, m.end(), text.strip()))
+        return out
 
 
 @dataclass(frozen=True)
@@ -74,7 +123,18 @@ def parse(doc: dict[str, Any]) -> Families:
         if area not in AREAS:
             raise ValueError(f"error_families.toml: a [frames] call names unknown area {area!r}")
     order = tuple(doc.get("tie_break", AREAS))
-    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames, calls)
+    sup = doc.get("support")
+    support = None
+    if sup:
+        for area in [sup["area"], *sup.get("discount", [])]:
+            if area not in AREAS:
+                raise ValueError(f"error_families.toml: [support] names unknown area {area!r}")
+        support = Support(str(sup["area"]), float(sup["weight"]), frozenset(sup.get("discount", [])),
+                          tuple(re.compile(p, re.I) for p in sup["statements"]),
+                          re.compile("|".join(f"(?:{p})" for p in sup["subjects"]), re.I),
+                          re.compile("|".join(f"(?:{p})" for p in sup.get("exclude", ["(?!)"])), re.I))  # fmt: skip
+    return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames, calls,
+                    support)
 
 
 @cache
@@ -107,13 +167,21 @@ def scores(lines: list[str], fam: Families | None = None, frames: list[str] | No
     fam = fam or families()
     block = "\n".join(message(ln) for ln in lines if ln)
     out: dict[str, tuple[float, list[str]]] = {}
+    sup = fam.support
+    spans = sup.spans(block) if sup else []
     for f in fam.areas:
         total, words = 0.0, []
         for rx, _pat, w in f.keywords:
-            m = rx.search(block)
+            if sup and spans and f.area in sup.discount:  # a subject's noun inside a statement of support: not counted
+                m = next((m for m in rx.finditer(block) if not any(s <= m.start() < e for s, e, _t in spans)), None)
+            else:
+                m = rx.search(block)
             if m:
                 total += w
                 words.append(m.group(0))
+        if sup and spans and f.area == sup.area:
+            total += sup.weight
+            words.append(spans[0][2][:80])
         if total:
             out[f.area] = (total, words)
     from msdoctor.facts.logformats import parse_line

@@ -169,3 +169,93 @@ def test_vllm_level_prefix_makes_an_error_event(tmp_path: Path, engine: str) -> 
     assert texts == [], texts
     d = json.loads(run_cli("logs", "--json", str(log)).out)
     assert d["root_cause"]["rule"] == "CKPT051"
+
+
+# Round 47: a statement of support of a back-end (error_families.toml [support]). The blind round read these ENV
+# faults as COMM by the back-end's name; the predicate (not supported / not available / does not support X) decides.
+SUPPORT_ENV = [
+    # accelerate-pr2235-fsdp-checkpointing-gather-object-processgrouphccl-gather-npu-2023 (and transformers-pr27120-…)
+    "E           RuntimeError: ProcessGroupHCCL does not support gather",
+    # mindrlhf-notes-verl-fully-async-param-sync-ray-collective-nccl-not-available-2025: Ray's collective library
+    "RuntimeError: NCCL is not available.",
+    # mindspore-faq-loading-libgpu-collective-failed-nccl-mpi-not-installed-2023/log.txt
+    "2.nccl is not installed or found.",
+    # vllm-omni-1584-qwen3-tts-invalid-backend-piecewise-compilation-ascendcompiler-2026
+    "(Worker pid=8293) [Stage-0] ERROR 03-02 01:58:51 [multiproc_executor.py:783]   Value error, Invalid backend for "
+    "piecewise compilation: vllm_ascend.compilation.compiler_interface.AscendCompiler [type=value_error, input_value="
+    "ArgsKwargs((), {'level': ..._moe_cold_start': True}), input_type=ArgsKwargs]",
+    # the same grammar of a feature or a chip: cann-runtime-faq-aclrtgetversion-207000-feature-not-supported-…-2026
+    "aclrtGetVersion failed, ret = 207000, feature not supported",
+    # llamacpp-18133-ez9903-ascend910-not-implemented-2025/log.txt
+    "CANN error: EZ9903: [PID: 71888] 2025-12-17-18:13:01.238.630 support for Ascend910 is not implemented",
+]
+# Lines of the corpus that say `not supported` of something else, and the area the corpus reads them as (None: the
+# fallback abstains today and must not start saying ENV)
+SUPPORT_KEEPS = [
+    # wangshuai09-notebook-hccl-allreduce-unsupported-dtype-kbyte-2023/log.txt: a dtype HCCL refuses, read as COMM
+    ("RuntimeError: HCCL AllReduce & Reduce: Unsupported data type at::kByte/at::kBool", "COMM"),
+    # mindspore-doc-stridedslice-mask-input-not-supported-to-be-split-2024/log.txt
+    ("[ERROR]Check StridedSliceInfo1414: When there is a mask, the input is not supported to be split", "PAR"),
+    # easyinfer-vllm-ascend-glm5-pipeline-parallel-not-supported-supportspp-2026 (PAR)
+    ("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
+     "SupportsPP interface.", None),
+    # vllm-46673-glm52-w8a8-a2-rtmemcpy-107030-capture-mode-2026 (NUM)
+    ("[ERROR] RUNTIME(971,):2026-06-17-12:12:04.882.278 [api_c.cc:1081]971 rtMemcpy:ErrCode=107030, desc=[the current "
+     "capture mode does not support this operation], InnerCode=0x703001c", None),
+    # ascend-pytorch-158-uint64-randint-add-not-supported-ez1001-2026 (NUM)
+    ("[PID: 235311] 2026-08-03-15:41:28.117.010 AclNN_Parameter_Error(EZ1001): Tensor self not implemented for "
+     "DT_UINT64, should be in dtype support list [DT_FLOAT,DT_INT32,DT_INT64,DT_FLOAT16,DT_INT16,DT_INT8,DT_UINT8,"
+     "DT_DOUBLE,DT_BOOL,DT_BFLOAT16,DT_COMPLEX64,DT_COMPLEX128,].", None),
+    # cann-troubleshooting-310b-vpc-flip-mode-5-not-supported-2023 (DATA)
+    ("flip mode[5] not supported, support mode [0, 1, 2]", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("line", SUPPORT_ENV)
+def test_a_statement_of_support_outweighs_the_back_ends_name(line: str) -> None:
+    c = classify([line])
+    assert c is not None and c.area == "ENV", (line, scores([line]))
+    assert "COMM" not in scores([line])  # the back-end's name inside the statement is its subject, not the fault
+
+
+def test_a_statement_of_support_outweighs_a_distributed_frame() -> None:
+    # accelerate-pr2235: raised in torch/distributed (a COMM frame, 2): the statement still leads by the margin
+    frames = ["/root/anaconda3/envs/inference/lib/python3.8/site-packages/torch/distributed/distributed_c10d.py"]
+    c = classify([SUPPORT_ENV[0]], frames=frames)
+    assert c is not None and c.area == "ENV" and c.runner_up == "COMM", c
+
+
+@pytest.mark.parametrize(("line", "area"), SUPPORT_KEEPS)
+def test_not_supported_of_an_argument_or_an_op_keeps_its_area(line: str, area: str | None) -> None:
+    c = classify([line])
+    assert (c.area if c else None) == area, (line, c, scores([line]))
+
+
+def test_a_back_ends_words_outside_the_statement_still_count() -> None:
+    # `HCCL AllReduce & Reduce:` is before the clause's stop: the statement (`Unsupported data type …`) is a dtype's
+    sc = scores([SUPPORT_KEEPS[0][0]])
+    assert sc["COMM"][0] >= 5 and sc.get("ENV", (0.0, []))[0] < 3, sc
+
+
+def test_support_statements_are_linear() -> None:
+    sup = families().support
+    assert sup is not None
+    for pad in ("a", " ", "a ", "a.b", "a::", "not ", "hccl is not supported ", "does not support "):
+        small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
+        best = []
+        for text in (small, large):
+            t = float("inf")
+            for _ in range(3):
+                t0 = time.thread_time()
+                sup.spans(text)
+                t = min(t, time.thread_time() - t0)
+            best.append(t)
+        assert best[0] < 0.5, (pad, best)
+        if best[1] > 0.05:
+            assert best[1] / max(best[0], 1e-4) < 24, (pad, best)
+
+
+def test_support_rejects_an_unknown_area() -> None:
+    with pytest.raises(ValueError, match="unknown area"):
+        parse({"min_score": 3, "margin": 2, "areas": {}, "support": {"area": "NET", "weight": 5, "statements": [],
+                                                                    "subjects": ["x"]}})  # fmt: skip
