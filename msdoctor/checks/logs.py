@@ -802,7 +802,7 @@ def profiler_stop_crash(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit
     stops, crashes = _rule_lines(facts, PROFILER_STOP_RULE), _rule_lines(facts, NATIVE_CRASH_RULE)
     for c in sorted(crashes, key=lambda x: int(x.get("line") or 0)):
         before = [s for s in stops if s.get("file") == c.get("file")
-                  and 0 < int(c.get("line") or 0) - int(s.get("line") or 0) <= params["within_lines"]]  # fmt: skip
+                  and 0 <= int(c.get("line") or 0) - int(s.get("line") or 0) <= params["within_lines"]]  # fmt: skip
         if not before:
             continue
         s = before[-1]
