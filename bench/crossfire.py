@@ -33,6 +33,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import realworld  # noqa: E402  (bench/realworld.py: the corpus loader and the in-process `msdoctor logs --json`)
 
 SEVERITIES = ("error", "warning")
+RULES = Path(__file__).resolve().parent.parent / "rules"
+
+
+def roles() -> dict[str, str]:
+    """Rule id → role (`root`, `consequence`, …): a consequence rule heads a report only when no root one fires."""
+    import tomllib
+
+    out = {}
+    for f in RULES.glob("*/*.toml"):
+        with f.open("rb") as fh:
+            doc = tomllib.load(fh)
+        out[str(doc.get("id"))] = str(doc.get("role", "root"))
+    return out
 
 
 def is_signature_rule(rule: str) -> bool:
@@ -91,13 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} cases: {total} cross-area findings (error/warning, signature rules) in {n_cases} cases "
           f"from {len(per_rule)} rules; {heads} of them head the report (misleading)")
     print()
-    print("| rule | cross-area findings | as headline | errors | case areas | cases |")
-    print("| --- | ---: | ---: | ---: | --- | --- |")
+    role = roles()
+    print("| rule | role | cross-area findings | as headline | errors | case areas | cases |")
+    print("| --- | --- | ---: | ---: | ---: | --- | --- |")
     ranked = sorted(per_rule.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     for rule, recs in ranked[: args.top]:
         areas = Counter(r["category"] for r in recs)
         names = ", ".join(r["case"][:60] for r in recs[:4]) + (f", … (+{len(recs) - 4})" if len(recs) > 4 else "")
-        print(f"| {rule} | {len(recs)} | {sum(r['headline'] for r in recs)} | "
+        print(f"| {rule} | {role.get(rule, '?')} | {len(recs)} | {sum(r['headline'] for r in recs)} | "
               f"{sum(r['severity'] == 'error' for r in recs)} | "
               + " ".join(f"{a}:{n}" for a, n in areas.most_common()) + f" | {names} |")
     for rule in args.lines:
