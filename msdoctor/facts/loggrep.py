@@ -60,7 +60,7 @@ def to_ere(pattern: str) -> str | None:
     """Translate a (simple) Python regex to POSIX ERE, or None when it uses what ERE lacks.
 
     Only ever used for the few signatures without a literal anchor; a translation may match more than
-    the original (lookaheads are dropped) but never less — the Python regex still decides afterwards.
+    the original (lookaheads and lookbehinds are dropped) but never less — the Python regex still decides afterwards.
     """
     p = pattern
     ci = False
@@ -68,9 +68,9 @@ def to_ere(pattern: str) -> str | None:
     if m:
         ci = "i" in m.group(1)
         p = p[m.end() :]
-    if re.search(r"\(\?<[=!]|\(\?P=|\\[1-9]|\\[AZ]", p):
+    p = re.sub(r"\(\?<?[=!](?:[^()\\]|\\.)*\)", "", p)  # lookarounds without groups: drop (broader, still correct)
+    if re.search(r"\(\?<[=!]|\(\?P=|\\[1-9]|\\[AZ]", p):  # a lookbehind with a group inside, a back-reference
         return None
-    p = re.sub(r"\(\?[=!](?:[^()\\]|\\.)*\)", "", p)  # lookaheads: drop (broader, still correct)
     p = re.sub(r"\(\?P<\w+>", "(", p).replace("(?:", "(")
     p = re.sub(r"([*+?}])\?", r"\1", p)  # lazy → greedy
     subs = {r"\d": "[0-9]", r"\D": "[^0-9]", r"\s": "[[:space:]]", r"\S": "[^[:space:]]", r"\w": "[[:alnum:]_]", r"\W": "[^[:alnum:]_]"}

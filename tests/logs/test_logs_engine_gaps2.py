@@ -86,6 +86,15 @@ def test_any_character_but_a_newline_is_any_character_of_a_line_for_grep():
     assert to_ere(r"\[x\][^\n]") == r"\[x\]."  # an escaped bracket is a literal, not a class
 
 
+def test_a_lookbehind_is_dropped_for_grep_like_a_lookahead():
+    from msdoctor.facts.loggrep import to_ere
+
+    # MEM044's `(?<!Reason: )[Mm]emory … exhausted` (no literal anchor) once sent every scan to the Python engine:
+    # dropped, grep's match is broader and the Python regex still decides
+    assert to_ere(r"(?<!Reason: )[Mm]emory is exhausted|resource\[(?!qp\])x") == r"[Mm]emory is exhausted|resource\[x"
+    assert to_ere(r"(?<=(a|b))c") is None  # a lookbehind with a group inside is not translated
+
+
 @pytest.mark.skipif(shutil.which("grep") is None, reason="GNU grep not installed")
 def test_the_catalogues_signatures_all_run_in_grep():
     """One signature without an ERE translation (or one grep refuses) sends every log back to the slower Python
