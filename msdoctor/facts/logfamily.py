@@ -38,6 +38,7 @@ class Families:
     frames: tuple[tuple[re.Pattern[str], str, float], ...] = ()
     calls: tuple[tuple[re.Pattern[str], str], ...] = ()  # the call a cut traceback stopped in → its area
     support: Support | None = None  # `<backend> is not supported / does not support X`: a statement of support
+    cause: Cause | None = None  # `X failed because Y`: the cause clause outweighs the wrapper (round 48)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,46 @@ class Support:
         return out
 
 
+# -- round 48: cause clauses ([cause] of error_families.toml) --------------------------------------------------------
+@dataclass(frozen=True)
+class Cause:
+    """A line that states its own cause (`Load checkpoint failed because device memory is not enough`, `… failed,
+    reason: Y`, `caused by: Y`, `due to Y`, `Possible cause: Y`, `原因: Y`): the WRAPPER (the line's text before the
+    first marker) names what failed, the CAUSE (from the marker to the line's end) why. When the cause's own words
+    name an area, a keyword found only in a wrapper counts ``wrapper_factor`` of its weight, so the cause's nouns
+    outweigh the wrapper's; a cause without area words leaves the wrapper's words whole."""
+
+    markers: re.Pattern[str]
+    wrapper_factor: float
+
+    def wrappers(self, block: str) -> list[tuple[int, int]]:
+        """The wrapper spans (start, end) of the block's lines that have a marker."""
+        out, pos = [], 0
+        for line in block.split("\n"):
+            m = self.markers.search(line)
+            if m and m.start() > 0:
+                out.append((pos, pos + m.start()))
+            pos += len(line) + 1
+        return out
+
+
+def _cause_wrappers(fam: Families, block: str) -> tuple[list[tuple[int, int]], set[str]]:
+    """The wrapper spans of the block and the areas its cause clauses name by their own words (none: no discount)."""
+    if not fam.cause:
+        return [], set()
+    spans = fam.cause.wrappers(block)
+    if not spans:
+        return [], set()
+    text, pos = [], 0
+    for line in block.split("\n"):  # the causes: each marked line from its wrapper's end
+        end = pos + len(line)
+        text.extend(block[e:end] for s, e in spans if pos <= s <= end)
+        pos = end + 1
+    causes = "\n".join(text)
+    named = {f.area for f in fam.areas if any(rx.search(causes) for rx, _p, _w in f.keywords)}
+    return (spans, named) if named else ([], set())
+
+
 @dataclass(frozen=True)
 class Classification:
     area: str
@@ -122,6 +163,8 @@ def parse(doc: dict[str, Any]) -> Families:
     for _rx, area in calls:
         if area not in AREAS:
             raise ValueError(f"error_families.toml: a [frames] call names unknown area {area!r}")
+    cz = doc.get("cause")
+    cause = Cause(re.compile("|".join(f"(?:{p})" for p in cz["markers"]), re.I), float(cz["wrapper_factor"])) if cz else None
     order = tuple(doc.get("tie_break", AREAS))
     sup = doc.get("support")
     support = None
@@ -134,7 +177,7 @@ def parse(doc: dict[str, Any]) -> Families:
                           re.compile("|".join(f"(?:{p})" for p in sup["subjects"]), re.I),
                           re.compile("|".join(f"(?:{p})" for p in sup.get("exclude", ["(?!)"])), re.I))  # fmt: skip
     return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames, calls,
-                    support)
+                    support, cause)
 
 
 @cache
@@ -169,6 +212,7 @@ def scores(lines: list[str], fam: Families | None = None, frames: list[str] | No
     out: dict[str, tuple[float, list[str]]] = {}
     sup = fam.support
     spans = sup.spans(block) if sup else []
+    wraps, named = _cause_wrappers(fam, block)
     for f in fam.areas:
         total, words = 0.0, []
         for rx, _pat, w in f.keywords:
@@ -176,6 +220,13 @@ def scores(lines: list[str], fam: Families | None = None, frames: list[str] | No
                 m = next((m for m in rx.finditer(block) if not any(s <= m.start() < e for s, e, _t in spans)), None)
             else:
                 m = rx.search(block)
+            if m and wraps and f.area not in named and any(s <= m.start() < e for s, e in wraps):  # a wrapper's noun
+                whole = next((m2 for m2 in rx.finditer(block) if not any(s <= m2.start() < e for s, e in wraps)), None)
+                if whole is None:  # outside every wrapper
+                    total += w * fam.cause.wrapper_factor  # type: ignore[union-attr]
+                    words.append(m.group(0))
+                    continue
+                m = whole
             if m:
                 total += w
                 words.append(m.group(0))
