@@ -148,8 +148,12 @@ def parse(doc: dict[str, Any]) -> Families:
         if area not in AREAS:
             raise ValueError(f"error_families.toml: unknown area {area!r}")
         pairs = list(body["keywords"]) + list(extra.get(area, {}).get("keywords", []))
+        if doc.get("mismatch", {}).get("area") == area:  # round 48: attribute / signature mismatches ([mismatch])
+            pairs += list(doc["mismatch"]["keywords"])
         kws = tuple((re.compile(p, re.I), p, float(w)) for p, w in pairs)
         fams.append(Family(area, kws))
+    if "mismatch" in doc and doc["mismatch"].get("area") not in doc["areas"]:
+        raise ValueError(f"error_families.toml: [mismatch] names unknown area {doc['mismatch'].get('area')!r}")
     exc = {k: (str(v[0]), float(v[1])) for k, v in doc.get("exception_types", {}).items()}
     mods = {k: (str(v[0]), float(v[1])) for k, v in doc.get("modules", {}).items()}
     for name, (area, _w) in {**exc, **mods}.items():
