@@ -322,7 +322,15 @@ MISMATCH_ENV = [
     # vllm-ascend-3521-torchair-rope-forward-native-positional-args-typeerror-2025
     "(Worker_DP0_TP0 pid=2232867) ERROR 10-17 12:44:41 [multiproc_executor.py:671] TypeError: "
     "RotaryEmbedding.forward_native() takes from 3 to 4 positional arguments but 5 were given",
-]
+    # ascend-pytorch-170-llamafactory-deepspeed-patch-getenv-acceleratorstate-no-mixed-precision-2026: Python's near name
+    "[rank0]: AttributeError: 'AcceleratorState' object has no attribute 'mixed_precision'. Did you mean: '_mixed_precision'?    ",
+    # vllm-ascend-1059-ci-parallelconfig-no-attribute-expert-parallel-size-2025: was PAR (its parallel-size words)
+    "E       AttributeError: 'ParallelConfig' object has no attribute 'expert_parallel_size'. Did you mean: "
+    "'tensor_parallel_size'?",
+    # vllm-ascend-1115-dsr1-torchair-chunked-prefill-mla-tuple-no-attribute-size-2025: a builtin where the API gives another type
+    "> (VllmWorker rank=1 pid=195985) ERROR 06-16 14:29:31 [multiproc_executor.py:522] AttributeError: 'tuple' object has "
+    "no attribute 'size'",
+]  # fmt: skip
 MISMATCH_KEEPS = [
     # a user's or a model's own object: not ENV (the corpus's area, None where the fallback abstains)
     ("AttributeError: 'IdentitySampler' object has no attribute 'child_sampler'", None),  # mindspore-doc-user-sampler-… DATA
@@ -331,9 +339,10 @@ MISMATCH_KEEPS = [
     ("AttributeError: 'COCODataset' object has no attribute 'help_url'", "DATA"),  # mindyolo-283
     # vllm-ascend-988 (CKPT): `missing N required positional argument` is not a mismatch shape
     ("TypeError: AscendQuantConfig.__init__() missing 1 required positional argument: 'quant_config'", None),
-    # vllm-ascend-1059 (ENV): was PAR (its parallel-size words); a config's missing field now ties it: no verdict
-    ("E       AttributeError: 'ParallelConfig' object has no attribute 'expert_parallel_size'. Did you mean: "
-     "'tensor_parallel_size'?", None),
+    # a value the caller left unset: sglang-pr-29029-npu-modelslim-nonetype-no-attribute-create-weights-2026 (CKPT)
+    ("AttributeError: 'NoneType' object has no attribute 'create_weights'", None),
+    # a Tensor without a method: 2 ENV, 1 PAR in the corpus (mindnlp-1581-trocr-cast-dtype-should-be-mindspore-dtype-2024)
+    ("AttributeError: 'Tensor' object has no attribute 'detach'", None),
     # mindnlp-745 (ENV): was CKPT (from_pretrained); a class without a classmethod now ties it: no verdict
     ("AttributeError: type object 'BertModel' has no attribute 'from_pretrained'", None),
 ]  # fmt: skip
