@@ -94,7 +94,7 @@ class Support:
 class Cause:
     """A line that states its own cause (`Load checkpoint failed because device memory is not enough`, `… failed,
     reason: Y`, `caused by: Y`, `due to Y`, `Possible cause: Y`, `原因: Y`): the WRAPPER (the line's text before the
-    first marker) names what failed, the CAUSE (from the marker to the line's end) why. When the cause's own words
+    first marker, and the marker) names what failed, the CAUSE (after the marker, to the line's end) why. When the cause's own words
     name an area, a keyword found only in a wrapper counts ``wrapper_factor`` of its weight, so the cause's nouns
     outweigh the wrapper's; a cause without area words leaves the wrapper's words whole."""
 
@@ -106,8 +106,8 @@ class Cause:
         out, pos = [], 0
         for line in block.split("\n"):
             m = self.markers.search(line)
-            if m and m.start() > 0:
-                out.append((pos, pos + m.start()))
+            if m and m.start() > 0:  # the marker itself (`reason=[driver error:`) is the wrapper's
+                out.append((pos, pos + m.end()))
             pos += len(line) + 1
         return out
 

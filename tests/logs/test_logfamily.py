@@ -264,6 +264,10 @@ CAUSE_FLIPS = [
     (["  Allocate failed due to no healthy devices present;"], "ENV"),
     (["  Allocate failed due to no healthy devices present;", "  cannot allocate unhealthy devices huawei.com/Ascend910B4-1"],
      "ENV"),
+    # llamafactory-6816-ds3-offload-el0004-acl-stream-synchronize-207001-2025: CANN's runtime reports the driver's error
+    # class (`driver error:`, ENV's noun) before the cause
+    (["        rtMalloc execute failed, reason=[driver error:out of memory][FUNC:FuncErrorReason][FILE:error_message_manage"
+      ".cc][LINE:53]"], "MEM"),
 ]
 # Near misses: a cause that names the wrapper's own area, or no area, or a checker's list, keeps the verdict of before
 CAUSE_KEEPS = [
@@ -277,6 +281,10 @@ CAUSE_KEEPS = [
     # vllm-ascend-2641 (COMM in the corpus): memory and the Notify register in one cause: a tie, no verdict
     (["(VllmWorker TP3 pid=2322) ERROR 09-04 09:44:06 [multiproc_executor.py:596]         Possible Cause: Failed to "
       "allocate memory or the Notify register due to resource insufficiency."], None),
+    # mineru-4233-910b2-compose-get-device-count-507899-drvretcode-87-2025 (ENV): a driver's internal error names no
+    # area: no verdict, as before
+    (["[ERROR] RUNTIME(144,):2025-12-23-02:13:24.956.335 [error_message_manage.cc:53]144 FuncErrorReason:rtGetDeviceCount "
+      "execute failed, reason=[driver error:internal error]"], None),
     # an EZ3002 op-store report (ENV, no verdict before): its `Reason:` is a checker's list, not a cause clause (no
     # marker): its `shape` (a checker's name) does not outweigh the wrapper
     (["[rank0]: EZ3002: [PID: 2116992] 2026-07-08-02:38:38.087.548 Optype [TransData] of Ops kernel [AIcoreEngine] is "
