@@ -778,3 +778,37 @@ def with_first_failure(rc: Mapping[str, Any], e: Mapping[str, Any], kill_rule: s
         out["reason"] = f"{out['reason']}; torchrun's failure summary names the first observed failure: {words} ({where})"
     return out
 
+
+
+# -- a native crash right after the profiler stopped (rule ENV300) ----------------------------------------
+
+PROFILER_STOP_RULE = "ENV301"  # torch_npu's `Incorrect schedule: Stop profiler while current state is RECORD`
+NATIVE_CRASH_RULE = "ENV302"  # the process's SIGSEGV banner `!!!!!!! Segfault encountered !!!!!!!`
+
+
+def _rule_lines(facts: Facts, rule: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for h in facts.get_known("logs.hits") or []:
+        if h.get("rule") == rule:
+            out.extend(f for f in (h.get("firsts") or [h.get("first") or {}]) if f)
+    return out
+
+
+@check_params(within_lines=int)
+def profiler_stop_crash(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """ENV300: the process crashed (SIGSEGV banner) within a few lines after torch_npu's profiler stopped while
+    recording, in the same file: the stop itself crashed it (the torch_npu 2.10.0.post4 profiler regression)."""
+    facts.need("logs.hits")
+    stops, crashes = _rule_lines(facts, PROFILER_STOP_RULE), _rule_lines(facts, NATIVE_CRASH_RULE)
+    for c in sorted(crashes, key=lambda x: int(x.get("line") or 0)):
+        before = [s for s in stops if s.get("file") == c.get("file")
+                  and 0 <= int(c.get("line") or 0) - int(s.get("line") or 0) <= params["within_lines"]]  # fmt: skip
+        if not before:
+            continue
+        s = before[-1]
+        msg = (f"the process crashed (`{_quote(c)}`, {c.get('file')}:{c.get('line')}) "
+               f"{int(c.get('line') or 0) - int(s.get('line') or 0)} line(s) after torch_npu's profiler stopped "
+               f"while recording (`{_quote(s)}`, line {s.get('line')}): stopping the profiler crashed it")  # fmt: skip
+        yield Hit(message=msg, evidence=tuple(x for x in (_ev(s), _ev(c)) if x), rank=c.get("prank"), step=None,
+                  data={"stop_line": s.get("line"), "crash_line": c.get("line")})  # fmt: skip
+        return

@@ -9,6 +9,7 @@ line with no clear winner stays unrecognised: better missed than misleading.
 
 from __future__ import annotations
 
+import bisect
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Families:
     frames: tuple[tuple[re.Pattern[str], str, float], ...] = ()
     calls: tuple[tuple[re.Pattern[str], str], ...] = ()  # the call a cut traceback stopped in → its area
     support: Support | None = None  # `<backend> is not supported / does not support X`: a statement of support
+    absence: Absence | None = None  # `X: No such file or directory`, `cannot find X`: a statement of absence
     cause: Cause | None = None  # `X failed because Y`: the cause clause outweighs the wrapper (round 48)
 
 
@@ -63,8 +65,8 @@ class Support:
     CLAUSE = 60
 
     @classmethod
-    def clause_start(cls, text: str, end: int) -> int:
-        i, lo = end, max(0, end - cls.CLAUSE)
+    def clause_start(cls, text: str, end: int, limit: int = 0) -> int:
+        i, lo = end, max(0, end - (limit or cls.CLAUSE))
         while i > lo:
             c = text[i - 1]
             if c == ":" and i >= 2 and text[i - 2] == ":":  # `c10d::ProcessGroupHCCL`
@@ -130,6 +132,47 @@ def _cause_wrappers(fam: Families, block: str) -> tuple[list[tuple[int, int]], s
 
 
 @dataclass(frozen=True)
+class Absence:
+    """A statement that something was not found, does not exist or could not be found / opened / loaded
+    (``[absence]`` of error_families.toml), whose OBJECT names the area: a header, a library, a package, a module,
+    a command → ENV; a checkpoint, a weight → CKPT; a dataset, an image, an annotation → DATA (``objects``). The
+    object is the clause before the predicate (``statements``: `hccl/hccl_network_pub.h: No such file or directory`,
+    `The file X does not exist`), read back as Support reads a subject but over a path's length and across one `X:`
+    stop, and the words after it up to the sentence's stop (`No such file or directory: 'x.yaml'`); a verb's
+    (``verbs``: `cannot find X`, `No package metadata was found for X`) is only the words after it. Each area
+    its object names gets ``weight``; words of the other areas inside the statement do not count (`.metadata` in
+    `No package metadata` is no checkpoint's, `hccl` in a missing header's path is no collective's). A statement
+    whose object names no area, or every area equally, changes nothing."""
+
+    weight: float
+    statements: tuple[re.Pattern[str], ...]  # `X: No such file`, `X does not exist`: the object before, or after
+    verbs: tuple[re.Pattern[str], ...]  # `cannot find X`, `No module named X`: the object after only
+    objects: tuple[tuple[str, re.Pattern[str]], ...]
+
+    CLAUSE = 200
+    AFTER = re.compile(r"(?:[^.,;!?\n]|\.(?=\S)){0,120}")  # to the sentence's stop, across `a.h` and `torch.x`
+
+    def subject_start(self, text: str, end: int) -> int:
+        i = Support.clause_start(text, end, self.CLAUSE)
+        if not text[i:end].strip(" \t'\"`") and i >= 1 and text[i - 1] == ":":  # `path/x.h: No such file`
+            i = Support.clause_start(text, i - 1, self.CLAUSE)
+        return i
+
+    def spans(self, block: str) -> list[tuple[int, int, frozenset[str], str]]:
+        out = []
+        for rx, before in [*((r, True) for r in self.statements), *((r, False) for r in self.verbs)]:
+            for m in rx.finditer(block):
+                start = self.subject_start(block, m.start()) if before else m.start()
+                after = self.AFTER.match(block, m.end())
+                end = after.end() if after else m.end()
+                text = block[start:end]
+                areas = frozenset(a for a, orx in self.objects if orx.search(text))
+                if areas:
+                    out.append((start, end, areas, text.strip()))
+        return out
+
+
+@dataclass(frozen=True)
 class Classification:
     area: str
     score: float
@@ -180,8 +223,17 @@ def parse(doc: dict[str, Any]) -> Families:
                           tuple(re.compile(p, re.I) for p in sup["statements"]),
                           re.compile("|".join(f"(?:{p})" for p in sup["subjects"]), re.I),
                           re.compile("|".join(f"(?:{p})" for p in sup.get("exclude", ["(?!)"])), re.I))  # fmt: skip
+    ab = doc.get("absence")
+    absence = None
+    if ab:
+        for area in ab["objects"]:
+            if area not in AREAS:
+                raise ValueError(f"error_families.toml: [absence] names unknown area {area!r}")
+        absence = Absence(float(ab["weight"]), tuple(re.compile(p, re.I) for p in ab["statements"]),
+                          tuple(re.compile(p, re.I) for p in ab.get("verbs", [])),
+                          tuple((a, re.compile("|".join(f"(?:{p})" for p in ps), re.I)) for a, ps in ab["objects"].items()))
     return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames, calls,
-                    support, cause)
+                    support, absence, cause)
 
 
 @cache
@@ -208,24 +260,48 @@ def exception_type(text: str) -> str | None:
     return m.group("type") if m else None
 
 
+def _merged(spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Disjoint sorted intervals covering ``spans``, as their starts and ends (for a bisect per word)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for s, e in sorted(spans):
+        if ends and s <= ends[-1]:
+            ends[-1] = max(ends[-1], e)
+        else:
+            starts.append(s)
+            ends.append(e)
+    return starts, ends
+
+
+def _inside(pos: int, merged: tuple[list[int], list[int]]) -> bool:
+    i = bisect.bisect_right(merged[0], pos) - 1
+    return i >= 0 and pos < merged[1][i]
+
+
 def scores(lines: list[str], fam: Families | None = None, frames: list[str] | None = None) -> dict[str, tuple[float, list[str]]]:
     """Per area: the score of the block and the words that matched (each keyword counts once). ``frames``: the
     innermost traceback frames of the exception (source paths); each area counts its first matching path once."""
     fam = fam or families()
     block = "\n".join(message(ln) for ln in lines if ln)
     out: dict[str, tuple[float, list[str]]] = {}
-    sup = fam.support
+    sup, ab = fam.support, fam.absence
     spans = sup.spans(block) if sup else []
+    absent = ab.spans(block) if ab else []
     wraps, named = _cause_wrappers(fam, block)
+    wrapped = _merged(wraps)
     for f in fam.areas:
         total, words = 0.0, []
+        skip = [(s, e) for s, e, _t in spans] if sup and f.area in sup.discount else []
+        skip += [(s, e) for s, e, areas, _t in absent if f.area not in areas]
+        merged = _merged(skip)
         for rx, _pat, w in f.keywords:
-            if sup and spans and f.area in sup.discount:  # a subject's noun inside a statement of support: not counted
-                m = next((m for m in rx.finditer(block) if not any(s <= m.start() < e for s, e, _t in spans)), None)
+            if skip:  # a subject's noun inside a statement of support, a word beside an absent object: not counted
+                m = next((m for m in rx.finditer(block) if not _inside(m.start(), merged)), None)
             else:
                 m = rx.search(block)
-            if m and wraps and f.area not in named and any(s <= m.start() < e for s, e in wraps):  # a wrapper's noun
-                whole = next((m2 for m2 in rx.finditer(block) if not any(s <= m2.start() < e for s, e in wraps)), None)
+            if m and wraps and f.area not in named and _inside(m.start(), wrapped):  # a wrapper's noun ([cause])
+                whole = next((m2 for m2 in rx.finditer(block)
+                              if not _inside(m2.start(), wrapped) and not (skip and _inside(m2.start(), merged))), None)
                 if whole is None:  # outside every wrapper
                     total += w * fam.cause.wrapper_factor  # type: ignore[union-attr]
                     words.append(m.group(0))
@@ -237,6 +313,10 @@ def scores(lines: list[str], fam: Families | None = None, frames: list[str] | No
         if sup and spans and f.area == sup.area:
             total += sup.weight
             words.append(spans[0][2][:80])
+        mine = [t for _s, _e, areas, t in absent if f.area in areas]
+        if ab and mine:
+            total += ab.weight
+            words.append(mine[0][:80])
         if total:
             out[f.area] = (total, words)
     from msdoctor.facts.logformats import parse_line
