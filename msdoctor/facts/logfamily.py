@@ -121,7 +121,8 @@ def _cause_wrappers(fam: Families, block: str) -> tuple[list[tuple[int, int]], s
     spans = fam.cause.wrappers(block)
     if not spans:
         return [], set()
-    text, pos = [], 0
+    text: list[str] = []
+    pos = 0
     for line in block.split("\n"):  # the causes: each marked line from its wrapper's end
         end = pos + len(line)
         text.extend(block[e:end] for s, e in spans if pos <= s <= end)
