@@ -96,20 +96,20 @@ class Support:
 class Cause:
     """A line that states its own cause (`Load checkpoint failed because device memory is not enough`, `… failed,
     reason: Y`, `caused by: Y`, `due to Y`, `Possible cause: Y`, `原因: Y`): the WRAPPER (the line's text before the
-    first marker, and the marker) names what failed, the CAUSE (after the marker, to the line's end) why. When the cause's own words
-    name an area, a keyword found only in a wrapper counts ``wrapper_factor`` of its weight, so the cause's nouns
-    outweigh the wrapper's; a cause without area words leaves the wrapper's words whole."""
+    first marker, and the marker) names what failed, the CAUSE (after the marker, to the line's end) why. When the
+    cause's own words name an area, a keyword of another area found only in a wrapper counts ``wrapper_factor`` of its
+    weight, so the cause's nouns outweigh the wrapper's; a cause without area words leaves the wrapper's words whole."""
 
     markers: re.Pattern[str]
     wrapper_factor: float
 
-    def wrappers(self, block: str) -> list[tuple[int, int]]:
-        """The wrapper spans (start, end) of the block's lines that have a marker."""
+    def wrappers(self, block: str) -> list[tuple[int, int, str]]:
+        """The wrapper spans (start, end) of the block's lines that have a marker, each with its cause's text."""
         out, pos = [], 0
         for line in block.split("\n"):
             m = self.markers.search(line)
             if m and m.start() > 0:  # the marker itself (`reason=[driver error:`) is the wrapper's
-                out.append((pos, pos + m.end()))
+                out.append((pos, pos + m.end(), line[m.end() :]))
             pos += len(line) + 1
         return out
 
@@ -118,18 +118,12 @@ def _cause_wrappers(fam: Families, block: str) -> tuple[list[tuple[int, int]], s
     """The wrapper spans of the block and the areas its cause clauses name by their own words (none: no discount)."""
     if not fam.cause:
         return [], set()
-    spans = fam.cause.wrappers(block)
-    if not spans:
+    found = fam.cause.wrappers(block)
+    if not found:
         return [], set()
-    text: list[str] = []
-    pos = 0
-    for line in block.split("\n"):  # the causes: each marked line from its wrapper's end
-        end = pos + len(line)
-        text.extend(block[e:end] for s, e in spans if pos <= s <= end)
-        pos = end + 1
-    causes = "\n".join(text)
+    causes = "\n".join(t for _s, _e, t in found)
     named = {f.area for f in fam.areas if any(rx.search(causes) for rx, _p, _w in f.keywords)}
-    return (spans, named) if named else ([], set())
+    return ([(s, e) for s, e, _t in found], named) if named else ([], set())
 
 
 @dataclass(frozen=True)

@@ -389,7 +389,7 @@ def test_cause_wrappers_are_linear() -> None:
     from msdoctor.facts.logfamily import _cause_wrappers
 
     fam = families()
-    for pad in ("a", " ", "because ", "due to ", "a\n", "failed, reason: ", "the reason may be "):
+    for pad in ("a", " ", "because ", "due to ", "a\n", "a because oom\n", "failed, reason: ", "the reason may be "):
         small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
         best = [_best_time(lambda t: _cause_wrappers(fam, t), small), _best_time(lambda t: _cause_wrappers(fam, t), large)]
         assert best[0] < 0.5, (pad, best)
