@@ -40,6 +40,7 @@ class Families:
     calls: tuple[tuple[re.Pattern[str], str], ...] = ()  # the call a cut traceback stopped in → its area
     support: Support | None = None  # `<backend> is not supported / does not support X`: a statement of support
     absence: Absence | None = None  # `X: No such file or directory`, `cannot find X`: a statement of absence
+    cause: Cause | None = None  # `X failed because Y`: the cause clause outweighs the wrapper (round 48)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,41 @@ class Support:
                 if self.subjects.search(text) and not self.exclude.search(text):
                     out.append((start, m.end(), text.strip()))
         return out
+
+
+# -- round 48: cause clauses ([cause] of error_families.toml) --------------------------------------------------------
+@dataclass(frozen=True)
+class Cause:
+    """A line that states its own cause (`Load checkpoint failed because device memory is not enough`, `… failed,
+    reason: Y`, `caused by: Y`, `due to Y`, `Possible cause: Y`, `原因: Y`): the WRAPPER (the line's text before the
+    first marker, and the marker) names what failed, the CAUSE (after the marker, to the line's end) why. When the
+    cause's own words name an area, a keyword of another area found only in a wrapper counts ``wrapper_factor`` of its
+    weight, so the cause's nouns outweigh the wrapper's; a cause without area words leaves the wrapper's words whole."""
+
+    markers: re.Pattern[str]
+    wrapper_factor: float
+
+    def wrappers(self, block: str) -> list[tuple[int, int, str]]:
+        """The wrapper spans (start, end) of the block's lines that have a marker, each with its cause's text."""
+        out, pos = [], 0
+        for line in block.split("\n"):
+            m = self.markers.search(line)
+            if m and m.start() > 0:  # the marker itself (`reason=[driver error:`) is the wrapper's
+                out.append((pos, pos + m.end(), line[m.end() :]))
+            pos += len(line) + 1
+        return out
+
+
+def _cause_wrappers(fam: Families, block: str) -> tuple[list[tuple[int, int]], set[str]]:
+    """The wrapper spans of the block and the areas its cause clauses name by their own words (none: no discount)."""
+    if not fam.cause:
+        return [], set()
+    found = fam.cause.wrappers(block)
+    if not found:
+        return [], set()
+    causes = "\n".join(t for _s, _e, t in found)
+    named = {f.area for f in fam.areas if any(rx.search(causes) for rx, _p, _w in f.keywords)}
+    return ([(s, e) for s, e, _t in found], named) if named else ([], set())
 
 
 @dataclass(frozen=True)
@@ -150,8 +186,12 @@ def parse(doc: dict[str, Any]) -> Families:
         if area not in AREAS:
             raise ValueError(f"error_families.toml: unknown area {area!r}")
         pairs = list(body["keywords"]) + list(extra.get(area, {}).get("keywords", []))
+        if doc.get("mismatch", {}).get("area") == area:  # round 48: attribute / signature mismatches ([mismatch])
+            pairs += list(doc["mismatch"]["keywords"])
         kws = tuple((re.compile(p, re.I), p, float(w)) for p, w in pairs)
         fams.append(Family(area, kws))
+    if "mismatch" in doc and doc["mismatch"].get("area") not in doc["areas"]:
+        raise ValueError(f"error_families.toml: [mismatch] names unknown area {doc['mismatch'].get('area')!r}")
     exc = {k: (str(v[0]), float(v[1])) for k, v in doc.get("exception_types", {}).items()}
     mods = {k: (str(v[0]), float(v[1])) for k, v in doc.get("modules", {}).items()}
     for name, (area, _w) in {**exc, **mods}.items():
@@ -165,6 +205,8 @@ def parse(doc: dict[str, Any]) -> Families:
     for _rx, area in calls:
         if area not in AREAS:
             raise ValueError(f"error_families.toml: a [frames] call names unknown area {area!r}")
+    cz = doc.get("cause")
+    cause = Cause(re.compile("|".join(f"(?:{p})" for p in cz["markers"]), re.I), float(cz["wrapper_factor"])) if cz else None
     order = tuple(doc.get("tie_break", AREAS))
     sup = doc.get("support")
     support = None
@@ -186,7 +228,7 @@ def parse(doc: dict[str, Any]) -> Families:
                           tuple(re.compile(p, re.I) for p in ab.get("verbs", [])),
                           tuple((a, re.compile("|".join(f"(?:{p})" for p in ps), re.I)) for a, ps in ab["objects"].items()))
     return Families(tuple(fams), exc, float(doc["min_score"]), float(doc["margin"]), order, mods, frames, calls,
-                    support, absence)
+                    support, absence, cause)
 
 
 @cache
@@ -240,6 +282,8 @@ def scores(lines: list[str], fam: Families | None = None, frames: list[str] | No
     sup, ab = fam.support, fam.absence
     spans = sup.spans(block) if sup else []
     absent = ab.spans(block) if ab else []
+    wraps, named = _cause_wrappers(fam, block)
+    wrapped = _merged(wraps)
     for f in fam.areas:
         total, words = 0.0, []
         skip = [(s, e) for s, e, _t in spans] if sup and f.area in sup.discount else []
@@ -250,6 +294,14 @@ def scores(lines: list[str], fam: Families | None = None, frames: list[str] | No
                 m = next((m for m in rx.finditer(block) if not _inside(m.start(), merged)), None)
             else:
                 m = rx.search(block)
+            if m and wraps and f.area not in named and _inside(m.start(), wrapped):  # a wrapper's noun ([cause])
+                whole = next((m2 for m2 in rx.finditer(block)
+                              if not _inside(m2.start(), wrapped) and not (skip and _inside(m2.start(), merged))), None)
+                if whole is None:  # outside every wrapper
+                    total += w * fam.cause.wrapper_factor  # type: ignore[union-attr]
+                    words.append(m.group(0))
+                    continue
+                m = whole
             if m:
                 total += w
                 words.append(m.group(0))

@@ -333,3 +333,120 @@ def test_absence_rejects_an_unknown_area() -> None:
     with pytest.raises(ValueError, match="unknown area"):
         parse({"min_score": 3, "margin": 2, "areas": {}, "absence": {"weight": 4, "statements": [],
                                                                     "objects": {"NET": ["x"]}}})  # fmt: skip
+
+
+# Round 48: a CAUSE clause (error_families.toml [cause]): `X failed due to Y` — when Y names an area by its own words, the
+# wrapper X's nouns (an allocation, a checkpoint) count a quarter. Lines copied from tests/realworld/logs/<case>/paste.log.
+CAUSE_FLIPS = [
+    # hami-ascend-device-plugin-129-allocate-failed-no-healthy-devices-stale-health-cache-2026: the kubelet's Allocate
+    # call, not memory; the cause (no healthy devices) is the device set-up's
+    (["  Allocate failed due to no healthy devices present;"], "ENV"),
+    (["  Allocate failed due to no healthy devices present;", "  cannot allocate unhealthy devices huawei.com/Ascend910B4-1"],
+     "ENV"),
+    # llamafactory-6816-ds3-offload-el0004-acl-stream-synchronize-207001-2025: CANN's runtime reports the driver's error
+    # class (`driver error:`, ENV's noun) before the cause
+    (["        rtMalloc execute failed, reason=[driver error:out of memory][FUNC:FuncErrorReason][FILE:error_message_manage"
+      ".cc][LINE:53]"], "MEM"),
+]
+# Near misses: a cause that names the wrapper's own area, or no area, or a checker's list, keeps the verdict of before
+CAUSE_KEEPS = [
+    # llamafactory-5071-ei0006-socket-timeout-ppo-2024: the cause names COMM too (Remote Rank): the wrapper stays whole
+    (["EI0006: 2024-08-05-18:15:21.270.506 Getting socket times out. Reason: Remote Rank did not send the data in time. "
+      "Please check the reason for the rank being stuck"], "COMM"),
+    # sphericalmask-8-removed-keys-size-mismatch-missing-keys-2024: the wrapper's state_dict and the cause's size
+    # mismatch are both CKPT's
+    (["2024-06-12 13:32:46,336 - INFO - removed keys in source state_dict due to size mismatch: criterion.empty_weight, "
+      "inst_sem_head.layers.6.weight, inst_sem_head.layers.6.bias"], "CKPT"),
+    # vllm-ascend-2641 (COMM in the corpus): memory and the Notify register in one cause: a tie, no verdict
+    (["(VllmWorker TP3 pid=2322) ERROR 09-04 09:44:06 [multiproc_executor.py:596]         Possible Cause: Failed to "
+      "allocate memory or the Notify register due to resource insufficiency."], None),
+    # mineru-4233-910b2-compose-get-device-count-507899-drvretcode-87-2025 (ENV): a driver's internal error names no
+    # area: no verdict, as before
+    (["[ERROR] RUNTIME(144,):2025-12-23-02:13:24.956.335 [error_message_manage.cc:53]144 FuncErrorReason:rtGetDeviceCount "
+      "execute failed, reason=[driver error:internal error]"], None),
+    # an EZ3002 op-store report (ENV, read by [absence]): its `Reason:` is a checker's list, not a cause clause (no
+    # marker): its `shape` (a checker's name) does not outweigh the wrapper
+    (["[rank0]: EZ3002: [PID: 2116992] 2026-07-08-02:38:38.087.548 Optype [TransData] of Ops kernel [AIcoreEngine] is "
+      "unsupported. Reason: [tbe-custom]:op type TransData is not found in this op store.[tbe-custom]:op type TransData "
+      "is not found in this op store.[Dynamic shape check]: The format and dtype is not precisely equivalent to format "
+      "and dtype in op information library"], "ENV"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lines", "area"), CAUSE_FLIPS + CAUSE_KEEPS)
+def test_a_cause_clause_outweighs_its_wrapper(lines: list[str], area: str | None) -> None:
+    c = classify(lines)
+    assert (c.area if c else None) == area, (lines, c, scores(lines))
+
+
+def test_a_cause_without_area_words_leaves_the_wrapper_whole() -> None:
+    # `… failed because …` whose cause names nothing: the wrapper's nouns decide as without the clause
+    line = "Load checkpoint failed because of an unknown error"
+    assert scores([line])["CKPT"][0] == scores(["Load checkpoint failed"])["CKPT"][0]
+
+
+def test_cause_wrappers_are_linear() -> None:
+    from msdoctor.facts.logfamily import _cause_wrappers
+
+    fam = families()
+    for pad in ("a", " ", "because ", "due to ", "a\n", "a because oom\n", "failed, reason: ", "the reason may be "):
+        small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
+        best = [_best_time(lambda t: _cause_wrappers(fam, t), small), _best_time(lambda t: _cause_wrappers(fam, t), large)]
+        assert best[0] < 0.5, (pad, best)
+        if best[1] > 0.05:
+            assert best[1] / max(best[0], 1e-4) < 24, (pad, best)
+
+
+# Round 48: ATTRIBUTE / SIGNATURE mismatches ([mismatch]): only the shapes that are ENV in every corpus case.
+MISMATCH_ENV = [
+    # vllm-ascend-1183-gemma3-27b-aclgraph-config-no-num-hidden-layers-2025
+    "AttributeError: 'Gemma3Config' object has no attribute 'num_hidden_layers'",
+    # verl-qwen35-lab-vllm-ascend-c-ascend-no-attribute-npu-gemma-rms-norm-2026
+    "AttributeError: '_OpNamespace' '_C_ascend' object has no attribute 'npu_gemma_rms_norm'",
+    # vllm-ascend-5571-v0130rc1-multimodal-npumodelrunner-no-attribute-mm-budget-2026
+    "(EngineCore_DP0 pid=445) ERROR 01-04 02:45:30 [core.py:866] AttributeError: 'NPUModelRunner' object has no "
+    "attribute 'mm_budget'",
+    # vllm-ascend-3521-torchair-rope-forward-native-positional-args-typeerror-2025
+    "(Worker_DP0_TP0 pid=2232867) ERROR 10-17 12:44:41 [multiproc_executor.py:671] TypeError: "
+    "RotaryEmbedding.forward_native() takes from 3 to 4 positional arguments but 5 were given",
+    # ascend-pytorch-170-llamafactory-deepspeed-patch-getenv-acceleratorstate-no-mixed-precision-2026: Python's near name
+    "[rank0]: AttributeError: 'AcceleratorState' object has no attribute 'mixed_precision'. Did you mean: '_mixed_precision'?    ",
+    # vllm-ascend-1059-ci-parallelconfig-no-attribute-expert-parallel-size-2025: was PAR (its parallel-size words)
+    "E       AttributeError: 'ParallelConfig' object has no attribute 'expert_parallel_size'. Did you mean: "
+    "'tensor_parallel_size'?",
+    # vllm-ascend-1115-dsr1-torchair-chunked-prefill-mla-tuple-no-attribute-size-2025: a builtin where the API gives another type
+    "> (VllmWorker rank=1 pid=195985) ERROR 06-16 14:29:31 [multiproc_executor.py:522] AttributeError: 'tuple' object has "
+    "no attribute 'size'",
+]  # fmt: skip
+MISMATCH_KEEPS = [
+    # a user's or a model's own object: not ENV (the corpus's area, None where the fallback abstains)
+    ("AttributeError: 'IdentitySampler' object has no attribute 'child_sampler'", None),  # mindspore-doc-user-sampler-… DATA
+    ("AttributeError: 'ForkAwareLocal' object has no attribute 'connection'", None),  # mindie-llm-zh-faq-…-forkawarelocal CKPT
+    ("AttributeError: 'Parameter' object has no attribute 'main_grad'", None),  # megatron-lm-112 PAR
+    ("AttributeError: 'COCODataset' object has no attribute 'help_url'", "DATA"),  # mindyolo-283
+    # vllm-ascend-988 (CKPT): `missing N required positional argument` is not a mismatch shape
+    ("TypeError: AscendQuantConfig.__init__() missing 1 required positional argument: 'quant_config'", None),
+    # a value the caller left unset: sglang-pr-29029-npu-modelslim-nonetype-no-attribute-create-weights-2026 (CKPT)
+    ("AttributeError: 'NoneType' object has no attribute 'create_weights'", None),
+    # a Tensor without a method: 2 ENV, 1 PAR in the corpus (mindnlp-1581-trocr-cast-dtype-should-be-mindspore-dtype-2024)
+    ("AttributeError: 'Tensor' object has no attribute 'detach'", None),
+    # mindnlp-745 (ENV): was CKPT (from_pretrained); a class without a classmethod now ties it: no verdict
+    ("AttributeError: type object 'BertModel' has no attribute 'from_pretrained'", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("line", MISMATCH_ENV)
+def test_an_attribute_or_signature_mismatch_of_installed_code_is_env(line: str) -> None:
+    c = classify([line])
+    assert c is not None and c.area == "ENV", (line, scores([line]))
+
+
+@pytest.mark.parametrize(("line", "area"), MISMATCH_KEEPS)
+def test_an_attribute_of_a_users_object_keeps_its_area(line: str, area: str | None) -> None:
+    c = classify([line])
+    assert (c.area if c else None) == area, (line, c, scores([line]))
+
+
+def test_mismatch_rejects_an_unknown_area() -> None:
+    with pytest.raises(ValueError, match="unknown area"):
+        parse({"min_score": 3, "margin": 2, "areas": {}, "mismatch": {"area": "NET", "keywords": [["x", 1]]}})
