@@ -190,6 +190,9 @@ SUPPORT_ENV = [
     "aclrtGetVersion failed, ret = 207000, feature not supported",
     # llamacpp-18133-ez9903-ascend910-not-implemented-2025/log.txt
     "CANN error: EZ9903: [PID: 71888] 2025-12-17-18:13:01.238.630 support for Ascend910 is not implemented",
+    # round 48, a platform the code only supports: cache-dit-pr1093-profilercontext-only-supports-cuda-devices-910b4-2026
+    # (read as PERF by `Profiler` before)
+    "EXPECTED AssertionError: Torch ProfilerContext currently only supports CUDA devices.",
 ]
 # Lines of the corpus that say `not supported` of something else, and the area the corpus reads them as (None: the
 # fallback abstains today and must not start saying ENV)
@@ -210,6 +213,9 @@ SUPPORT_KEEPS = [
      "DT_DOUBLE,DT_BOOL,DT_BFLOAT16,DT_COMPLEX64,DT_COMPLEX128,].", None),
     # cann-troubleshooting-310b-vpc-flip-mode-5-not-supported-2023 (DATA)
     ("flip mode[5] not supported, support mode [0, 1, 2]", None),
+    # `only supports` an argument's value, not a platform: ascend-pytorch-85-opensora-conv3dv2-groups-…-2025/paste.log
+    ("[rank0]: RuntimeError: call aclnnConvolution failed, detail:EZ1001: [PID: xxx] 2025-xx-xx-17:44:xxx Conv3dv2 only "
+     "supports groups = 1 or groups = cin", None),
 ]  # fmt: skip
 
 
