@@ -810,5 +810,7 @@ def profiler_stop_crash(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit
                f"{int(c.get('line') or 0) - int(s.get('line') or 0)} line(s) after torch_npu's profiler stopped "
                f"while recording (`{_quote(s)}`, line {s.get('line')}): stopping the profiler crashed it")  # fmt: skip
         yield Hit(message=msg, evidence=tuple(x for x in (_ev(s), _ev(c)) if x), rank=c.get("prank"), step=None,
-                  data={"stop_line": s.get("line"), "crash_line": c.get("line")})  # fmt: skip
+                  data={"role": "root", "stop_line": s.get("line"), "crash_line": c.get("line")})  # fmt: skip
+        # role root: the crash's frames may also match a signature rule of the same fault (ENV323's
+        # `_PyInterpreterState_GET`); the stop-then-crash pair, earlier in the file, heads the verdict
         return
