@@ -1,0 +1,51 @@
+"""bench/leaveout.py: a case's headline rule and expect.rules switched off, what heads instead is scored."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+_spec = importlib.util.spec_from_file_location("leaveout", ROOT / "bench" / "leaveout.py")
+assert _spec and _spec.loader
+leaveout = importlib.util.module_from_spec(_spec)
+sys.modules["leaveout"] = leaveout  # a dataclass needs its module registered
+_spec.loader.exec_module(leaveout)
+
+OOM = "Out of Memory!!! Request memory size: 2147483648B, Memory Statistic: …\n"
+RING = ("[ERROR] DISTRIBUTED(8699,7f808e7fd6c0,python):2026-11-29-19:44:04.084.249 [mindspore/ccsrc/cluster/rpc/core/"
+        "collective_ops_impl.cc:162] RunRingAllReduce] Ring ReduceScatter wait receiving [1,7] failed.\n")
+
+
+def _case(root: Path, name: str, log: str, rules: str = "") -> None:
+    d = root / name
+    d.mkdir()
+    (d / "SOURCE.md").write_text("# t\nsource: https://example.org/t\ndate: 2025-01-01\ncause: x\nexpect.category: MEM\n"
+                                 + (f"expect.rules: {rules}\n" if rules else ""), encoding="utf-8")
+    (d / "log.txt").write_text(log, encoding="utf-8")
+
+
+def test_judge() -> None:
+    assert leaveout.judge("MEM", {"root_cause": {"rule": "MEM001"}}) == ("found", "MEM001")
+    assert leaveout.judge("MEM", {"root_cause": {"rule": "COMM001"}}) == ("misleading", "COMM001")
+    assert leaveout.judge("MEM", {"findings": [{"rule": "MEM040", "severity": "info"}]}) == ("partial", None)
+    assert leaveout.judge("MEM", {"findings": []}) == ("missed", None)
+
+
+def test_leave_out_two_cases(tmp_path: Path, monkeypatch) -> None:
+    _case(tmp_path, "oom-then-ring", OOM + RING, "MEM001")  # with the OOM rule off, the ring failure heads
+    _case(tmp_path, "oom-alone", OOM)  # no expect.rules: today's headline is what is switched off
+    monkeypatch.setattr(leaveout.realworld, "CORPUS", tmp_path)
+    outs = {o.case: o for o in leaveout.measure(leaveout.realworld.cases(), jobs=1)}
+    a, b = outs["oom-then-ring"], outs["oom-alone"]
+    assert (a.before, a.off, a.status, a.after) == ("MEM001", ["MEM001"], "misleading", "COMM001")
+    assert (b.before, b.off) == ("MEM001", ["MEM001"]) and b.status != "misleading"
+    text = leaveout.summarise(list(outs.values()))
+    assert "1 misleading" in text and "| COMM001 | 1 | MEM:1 | oom-then-ring |" in text
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.engine.evaluate import signature_set
+
+    cat = load_catalogue()  # restored after each case
+    assert "MEM001" in cat and "MEM001" in {r.id for r, _sg, _a in signature_set(cat).entries}
