@@ -103,7 +103,7 @@ ELASTIC_GAP = 400  # lines an entry may follow its section's header or the entry
 ELASTIC_ROWS = 8  # an entry's rows are consecutive: a row further than this from the last one ends the summary
 
 # a broken or foreign line that still says ERROR; an AscendC kernel's `[ASSERT] …: Assertion `…' …` (the device
-# prints it before the aivec exception that follows it)
+# prints it before the aivec exception that follows it; the line stays whole: rules read it as printed)
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION|ASSERT)\]")
 # The words of an error in a line of no known grammar (plain-paste mode only: in a log of a known grammar a
 # line is an error by its level, never by a word of its message).
@@ -116,14 +116,20 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             r"undefined (?:symbol|reference)|command not found|"
                             r"null ?pointer|mismatch(?:ed|es)?|unsupport(?:ed)?|unavailable|illegal|incorrect|insufficient|"
                             r"overflow|out of memory|no space left|exceed(?:s|ed)?|corrupt(?:ed)?|abnormal|wrong|busy|"
-                            r"divisible|crash(?:ed|es)?|deadlock|hang(?:s|ing)?|stuck)\b)|"
+                            r"divisible|crash(?:ed|es)?|deadlock|hang(?:s|ing)?|stuck|"
+                            # a linker's, a shell's, a resolver's and a build's words (`multiple definition of`,
+                            # `CMAKE_PREFIX_PATH: unbound variable`, `requirements are unsatisfiable`, `CMake 3.24.0 or
+                            # higher is required`), a checkpoint loader's `Missing keys:` / `unexpected keys`
+                            r"multiple definition of|unbound variable|unsatisfiable|no solution found|incompatible|"
+                            r"or (?:higher|later|newer) is required|not registered|is not right|"
+                            r"(?:missing|unexpected) keys?)\b)|"
                             r"\bWARN(?:ING)?\b|"
                             # an exception's class inside a sentence or as a repr (`TypeError("…")`, `InvalidArgumentError
                             # (see above …): …`; not CANN's `[FUNC:GetError]`, not a bare name in a table), Chinese
                             # words of an error (报错 / 失败 / 错误: after CJK, `\b` is no boundary) followed by the message
                             # they quote (not a bare `报错信息如下:` before it), and a process's non-zero exit status
-                            # (`return code: 137`, `exitcode: 1`)
-                            r"(?<![A-Za-z0-9_:])[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)(?:\(|:| \()|(?:报错|失败|错误)[^\n]{0,300}?[A-Za-z]{3}|"
+                            # (`return code: 137`, `exitcode: 1`); a driver's `max picture width (0) err!`
+                            r"\berr!|(?<![A-Za-z0-9_:])[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)(?:\(|:| \()|(?:报错|失败|错误)[^\n]{0,300}?[A-Za-z]{3}|"
                             r"(?i:\b(?:exit|return) ?code:? ?-?[1-9][0-9]{0,3}\b)")  # fmt: skip
 
 # A traceback's source line that opens the exception it raises, its message on the next lines (`raise ImportError(`,

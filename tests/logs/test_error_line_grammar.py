@@ -73,6 +73,17 @@ POSITIVE = [
     ("cjk-failed-word", ["- 问题描述：安装run包时失败，报“set username and usergroup, HwHiAiUser:HwHiAiUser”。"], "set username"),
     # modelarts-trouble-13-0074-…: a non-zero exit status
     ("return-code", ["[Modelarts Service Log]Training end with return code: 137"], "return code: 137"),
+    # a linker's, a shell's, a resolver's, a build's, a checkpoint loader's words (fla-npu-323-…, fla-npu-errors-cann-
+    # set-env-sh-…, triton-ascend-900-…, ragsdk-faq-faiss-1100-…, anysplat-69-…, cann-docs-venc-create-chn-…)
+    ("multiple-definition", ["      OpInterface_7.cpp:(.text+0x0): multiple definition of `op_plugin::npu_chunk_gated_delta"
+                             "_rule_fwd_h(at::Tensor const&)'"], "multiple definition of"),
+    ("unbound-variable", ["set_env.sh: line 31: CMAKE_PREFIX_PATH: unbound variable"], "unbound variable"),
+    ("unsatisfiable", ["  × No solution found when resolving dependencies:"], "No solution found"),
+    ("version-required", ["CMake 3.24.0 or higher is required"], "CMake 3.24.0 or higher is required"),
+    ("missing-keys", ["Missing keys: ['encoder.aggregator.camera_token', 'encoder.aggregator.register_token']"],
+     "Missing keys:"),
+    ("err-bang", ["[Venc]:venc_drv_check_resolution [Line]:342 max picture width (0) err! should in [128,4096]!"],
+     "max picture width (0) err!"),
 ]  # fmt: skip
 
 
