@@ -189,6 +189,13 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # pip, setuptools and most command-line tools: `ERROR: Could not find a version …`, `error: subprocess-…`
     ("", re.compile(r"^(?P<lvl>ERROR|FATAL|error|fatal): (?=\S)")),
     ("", re.compile(r"^[a-z][\w.]*-\d+: (?=\S)")),  # pdsh / DeepSpeed host prefix `worker-1: `
+    # Slurm's `srun -l` task label (` 0: ValueError: …`, `12:   File "…", line 3`): a task number, a colon, a space
+    ("", re.compile(r"^ {0,4}\d{1,5}: (?=\S| )")),
+    # an issue title's tag before the pasted error (`[BUG] RuntimeError: NPU out of memory. Tried to allocate …`)
+    ("", re.compile(r"^\[(?:BUG|Bug|bug)\]:? (?=\S)")),
+    # Ray's C++ core log: `[2026-04-08 14:49:46,095 E 556036 556036] logging.cc:474: *** SIGSEGV received …`
+    ("", re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} (?P<lvl>[EWIF]) \d{1,10} \d{1,10}\] "
+                    r"[\w./-]{1,200}:\d{1,7}: ")),
     ("", re.compile(r"^[a-z0-9][\w.-]{0,60}[-_]\d{1,3}\s+\| (?=\S)")),  # docker compose `vllm-1  | `
     ("tick", re.compile(r"^`{1,3}(?=\S)")),  # a line pasted inside markdown backticks
     # a line number and a tab in front (`cat -n`, an editor's or a web viewer's copy with line numbers:
@@ -196,9 +203,10 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("", re.compile(r"^\s*\d{1,7}\t(?=\S| )")),
     # an exception quoted inside a sentence in Chinese (`多机训练时通信超时了。torch.distributed.DistStoreError:
     # Socket Timeout`): the prose up to the last CJK character or full-width punctuation before the class name
-    # (`…镜像部署GLM4.5V报错“AssertionError: 12 is not divisible by 8”，为啥…`: also inside an opening quote)
+    # (`…镜像部署GLM4.5V报错“AssertionError: 12 is not divisible by 8”，为啥…`: also inside an opening quote), and
+    # before a logger's own `[ERROR] ` line (`报错：…启动模型提示[ERROR] 2026-06-12-08:41:39 (PID:379, …) ERR00100 …`)
     ("", re.compile(r"^[^\n]{0,400}[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]\s*[:：]?\s*[\"'`“‘「『]?\s*"
-                    r"(?=[A-Za-z_][\w.]{0,120}(?:Error|Exception): )")),
+                    r"(?=[A-Za-z_][\w.]{0,120}(?:Error|Exception): |\[(?:ERROR|CRITICAL)\] )")),
     # a markdown or e-mail quote (`> RuntimeError: …`, `> > …` nested, a REPL's `>>> `): GitHub issues quote the
     # error they ask about; one space after the marks is the quote's, the rest stays (a quoted frame's indent)
     ("", re.compile(r"^ {0,3}>(?: ?>)* (?=\S| )")),

@@ -69,6 +69,11 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"^!!! Exception during processing !!!",  # ComfyUI's report of a failed node (logformats.PREFIX_RES)
     r'File "[^"\n]{1,300}", line [0-9]',  # a traceback frame: a paste cut before its exception line is still read
     r"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
+    r"\] (?:ERROR|FATAL): ",  # the same after a bracketed time stamp (`[2026-06-09 13:13:59] ERROR: testcase failed`)
+    r": (?:fatal )?error: ",  # a compiler's / linker's own (`ld.lld: error: …`, `x.cpp:22:10: fatal error: …`)
+    r",[0-9][0-9][0-9] [EF] [0-9]{1,10} [0-9]{1,10}\] ",  # Ray's C++ core log (`[2026-04-08 14:49:46,095 E 55 55] `)
+    r"^\[ASSERT\] ",  # an AscendC kernel's failed assertion (`[ASSERT] …/gather_v3_base.h:137: Assertion `…' Index …`)
+    r"^\[(?:BUG|Bug|bug)\]:? [A-Za-z_.]{1,120}(?:Error|Exception):",  # an issue title's tag (`[BUG] RuntimeError: …`)
     CLUSTER_UP,  # logged by every rank at the same moment (the clock anchor)
     # torchrun's failure summary (ELASTIC_* below): its section headers and its rows as torch pads their names
     r"Root Cause \(first observed failure\):", r"Failures:\r?$",
@@ -97,10 +102,12 @@ MAX_ELASTIC = 64  # entries kept per file
 ELASTIC_GAP = 400  # lines an entry may follow its section's header or the entry before it (a child's traceback)
 ELASTIC_ROWS = 8  # an entry's rows are consecutive: a row further than this from the last one ends the summary
 
-BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION)\]")  # a broken or foreign line that still says ERROR
+# a broken or foreign line that still says ERROR; an AscendC kernel's `[ASSERT] …: Assertion `…' …` (the device
+# prints it before the aivec exception that follows it; the line stays whole: rules read it as printed)
+BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION|ASSERT)\]")
 # The words of an error in a line of no known grammar (plain-paste mode only: in a log of a known grammar a
 # line is an error by its level, never by a word of its message).
-PASTE_ERROR_RE = re.compile(r"(?i:(?:\b|_)(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
+PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
                             r"invalid|unreachable|refused|denied|time[ds]? ?out|timeout|not (?:available|found|"
                             r"supported|exist|visible|open(?:ed)?|match(?:ed)?|divisible|compatible|implemented|enough|"
                             r"allowed|ready|initiali[sz]ed|comply|(?:set )?correctly)|does not (?:exist|match|comply|allow)|doesn't match|can not|"
@@ -109,8 +116,30 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?:\b|_)(?:errors?|fail(?:ed|ure|s)?|fatal|exc
                             r"undefined (?:symbol|reference)|command not found|"
                             r"null ?pointer|mismatch(?:ed|es)?|unsupport(?:ed)?|unavailable|illegal|incorrect|insufficient|"
                             r"overflow|out of memory|no space left|exceed(?:s|ed)?|corrupt(?:ed)?|abnormal|wrong|busy|"
-                            r"divisible|crash(?:ed|es)?|deadlock|hang(?:s|ing)?|stuck)\b)|"
-                            r"\bWARN(?:ING)?\b")  # fmt: skip
+                            r"divisible|crash(?:ed|es)?|deadlock|hang(?:s|ing)?|stuck|"
+                            # a linker's, a shell's, a resolver's and a build's words (`multiple definition of`,
+                            # `CMAKE_PREFIX_PATH: unbound variable`, `requirements are unsatisfiable`, `CMake 3.24.0 or
+                            # higher is required`), a checkpoint loader's `Missing keys:` / `unexpected keys`
+                            r"multiple definition of|unbound variable|unsatisfiable|no solution found|incompatible|"
+                            r"or (?:higher|later|newer) is required|not registered|is not right|"
+                            r"(?:missing|unexpected) keys?)\b)|"
+                            r"\bWARN(?:ING)?\b|"
+                            # an exception's class inside a sentence or as a repr (`TypeError("…")`, `InvalidArgumentError
+                            # (see above …): …`; not CANN's `[FUNC:GetError]`, not a bare name in a table), Chinese
+                            # words of an error (报错 / 失败 / 错误: after CJK, `\b` is no boundary) followed by the message
+                            # they quote (not a bare `报错信息如下:` before it), and a process's non-zero exit status
+                            # (`return code: 137`, `exitcode: 1`); a driver's `max picture width (0) err!`
+                            r"\berr!|(?<![A-Za-z0-9_:])[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)(?:\(|:| \()|(?:报错|失败|错误)[^\n]{0,300}?[A-Za-z]{3}|"
+                            r"(?i:\b(?:exit|return) ?code:? ?-?[1-9][0-9]{0,3}\b)")  # fmt: skip
+
+# A traceback's source line that opens the exception it raises, its message on the next lines (`raise ImportError(`,
+# also after a prefix the scanner does not know): the template of a message, not an error line of a paste.
+RAISE_OPEN_RE = re.compile(r"\braise [\w.]{1,120}\(\s*$")
+
+# A compiler's, linker's or command's own error after its name or source position (`ld.lld: error: unable to find
+# library -lx`, `bisheng: error: linker command failed …`, `x.cpp:22:10: fatal error: 'y.h' file not found`): an error
+# in a log of any grammar (a build's output between a launcher's INFO lines); the line is kept whole (its file names).
+TOOL_ERROR_RE = re.compile(r"^[\w.+/-]{1,300}(?::\d{1,7}){0,2}: (?:fatal )?error: (?=\S)")
 
 # A process that died of a signal, as the shell or Python's faulthandler reports it (`Segmentation fault (core
 # dumped)`, `bash: line 1: 4242 Killed   python train.py`, `Fatal Python error: Aborted`): an error in a log of
@@ -437,11 +466,16 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             pre = strip_prefix_info(piece)
             prefix_level = pre.level
             level_error = pre.level in ("ERROR", "CRITICAL") or bool(LEVEL_PREFIX_ERROR_RE.match(piece))
+            if not level_error and pre.level is None and TOOL_ERROR_RE.match(pre.text):
+                level_error = True  # a compiler's or a linker's own `error:`, in any grammar
+                if spec.paste:
+                    st.recognised += 1
             if not level_error and CRASH_LINE_RE.match(pre.text):
                 level_error = True  # a process killed by a signal: an error in any grammar
                 if spec.paste:  # alone it makes no known grammar (the plain-paste reading decides the rest)
                     st.recognised += 1
-            if spec.paste and not level_error and pre.level is None and PASTE_ERROR_RE.search(pre.text):
+            if (spec.paste and not level_error and pre.level is None and PASTE_ERROR_RE.search(pre.text)
+                    and not RAISE_OPEN_RE.search(pre.text)):
                 level_error = True  # a plain paste: a line with error words is the error
                 st.recognised += 1
             piece, rank = pre.text, pre.rank
