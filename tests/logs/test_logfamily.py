@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from msdoctor.facts.logfamily import AREAS, classify, families, parse, scores
 from tests.conftest import run_cli
+from tests.logs.linear import assert_linear, best_time
 
 FIXTURES = Path(__file__).resolve().parent.parent / "rules" / "fixtures"
 MARK = re.compile(r"^#\s*(ruleid|ok):\s*([A-Z]+099)\s*$")
@@ -106,31 +105,11 @@ def test_families_reject_an_unknown_area() -> None:
         parse({"min_score": 3, "margin": 2, "areas": {"NET": {"keywords": [["x", 1]]}}})
 
 
-def _best_time(search: Callable[[str], object], text: str, runs: int = 3) -> float:
-    """The best of `runs` calls of `search` (a regex's `.search`, the support statements' `spans`) in this
-    thread's CPU time: time other processes take on a loaded host (CI shares it; `make test` runs two workers) is
-    not counted."""
-    best = float("inf")
-    for _ in range(runs):
-        t = time.thread_time()
-        search(text)
-        best = min(best, time.thread_time() - t)
-        if best < 0.05:
-            break  # fast enough: no need to rule out noise
-    return best
-
-
 def test_every_keyword_is_linear() -> None:
     """Keywords are searched on every unrecognised line: none may be super-linear (no nested quantifiers)."""
     for f in families().areas:
         for rx, pat, _w in f.keywords:
-            for pad in ("a", "1", " ", "a ", "/", "_"):
-                small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
-                ts = _best_time(rx.search, small)
-                assert ts < 0.5, f"{f.area} {pat!r}: {ts:.2f} s on 8 KiB"
-                tl = _best_time(rx.search, large)
-                if tl > 0.05:  # CPU time, best of 3: a run preempted on a loaded host is not a super-linear regex
-                    assert tl / max(ts, 1e-4) < 24, f"{f.area} {pat!r} grows super-linearly"
+            assert_linear(rx.search, ("a", "1", " ", "a ", "/", "_"), (f.area, pat))
 
 
 def test_fallback_heads_an_unrecognised_error(tmp_path: Path) -> None:
@@ -248,12 +227,7 @@ def test_a_back_ends_words_outside_the_statement_still_count() -> None:
 def test_support_statements_are_linear() -> None:
     sup = families().support
     assert sup is not None
-    for pad in ("a", " ", "a ", "a.b", "a::", "not ", "hccl is not supported ", "does not support "):
-        small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
-        best = [_best_time(sup.spans, small), _best_time(sup.spans, large)]
-        assert best[0] < 0.5, (pad, best)
-        if best[1] > 0.05:
-            assert best[1] / max(best[0], 1e-4) < 24, (pad, best)
+    assert_linear(sup.spans, ("a", " ", "a ", "a.b", "a::", "not ", "hccl is not supported ", "does not support "))
 
 
 def test_support_rejects_an_unknown_area() -> None:
@@ -325,14 +299,9 @@ def test_absence_of_another_areas_object_keeps_its_area(line: str, area: str | N
 def test_absence_statements_are_linear() -> None:
     ab = families().absence
     assert ab is not None
-    for pad in ("a", " ", "a/", "a.h", "x.h: ", "not found ", "cannot find lib.so ", "NotFoundError "):
-        small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
-        best = [_best_time(ab.spans, small), _best_time(ab.spans, large)]
-        assert best[0] < 0.5, (pad, best)
-        if best[1] > 0.05:
-            assert best[1] / max(best[0], 1e-4) < 24, (pad, best)
+    assert_linear(ab.spans, ("a", " ", "a/", "a.h", "x.h: ", "not found ", "cannot find lib.so ", "NotFoundError "))
     line = ("x.h: No such file or directory " * 140)[:4096]  # a line the size message() keeps, as a block of three
-    assert _best_time(lambda t: scores([t, t, t]), line) < 2.0
+    assert best_time(lambda t: scores([t, t, t]), line) < 2.0
 
 
 def test_absence_rejects_an_unknown_area() -> None:
@@ -395,12 +364,8 @@ def test_cause_wrappers_are_linear() -> None:
     from msdoctor.facts.logfamily import _cause_wrappers
 
     fam = families()
-    for pad in ("a", " ", "because ", "due to ", "a\n", "a because oom\n", "failed, reason: ", "the reason may be "):
-        small, large = (pad * 8192)[:8192], (pad * 65536)[:65536]
-        best = [_best_time(lambda t: _cause_wrappers(fam, t), small), _best_time(lambda t: _cause_wrappers(fam, t), large)]
-        assert best[0] < 0.5, (pad, best)
-        if best[1] > 0.05:
-            assert best[1] / max(best[0], 1e-4) < 24, (pad, best)
+    pads = ("a", " ", "because ", "due to ", "a\n", "a because oom\n", "failed, reason: ", "the reason may be ")
+    assert_linear(lambda t: _cause_wrappers(fam, t), pads)
 
 
 # Round 48: ATTRIBUTE / SIGNATURE mismatches ([mismatch]): only the shapes that are ENV in every corpus case.
