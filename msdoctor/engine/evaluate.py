@@ -112,13 +112,18 @@ def literal_anchor(pattern: str) -> str | None:
             best = s
         run = []
 
-    for op, arg in parsed:
-        if op is sre_constants.LITERAL:
-            run.append(chr(arg))
-        elif op is sre_constants.SUBPATTERN and arg[-1] and len(arg[-1]) == 1 and arg[-1][0][0] is sre_constants.LITERAL:
-            run.append(chr(arg[-1][0][1]))
-        else:
-            flush()
+    def walk(items: Any) -> None:
+        for op, arg in items:
+            if op is sre_constants.LITERAL:
+                run.append(chr(arg))
+            elif op is sre_constants.SUBPATTERN and arg[-1] and not arg[1] & sre_constants.SRE_FLAG_IGNORECASE:
+                # a group that is neither repeated, optional nor an alternative (those are other ops) must match,
+                # so its literals are the pattern's too: `(?P<what>\w*Profil(?:er|ing)\w*) only supports` → `Profil`
+                walk(arg[-1])
+            else:
+                flush()
+
+    walk(parsed)
     flush()
     if pattern.startswith("(?i)"):
         return None

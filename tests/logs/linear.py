@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 
-def best_time(search: Callable[[str], object], text: str, runs: int = 3) -> float:
+def best_time(search: Callable[[Any], object], text: str | bytes, runs: int = 3) -> float:
     """The best of `runs` calls of `search` (a regex's `.search`, a grammar's `spans`) in this thread's CPU time:
     time other processes take on a loaded host (CI shares it; `make test` runs two workers) is not counted."""
     best = float("inf")

@@ -193,3 +193,27 @@ def test_signature_set_cache_stays_exact_when_only_digits_differ():
     fired = {m.rule.id for m in sigs.match(hit)}
     assert fired and not fired & {m.rule.id for m in sigs.match(miss)}
     assert {m.rule.id for m in sigs.match(hit)} == fired  # served from the cache the second time
+
+
+def test_a_literal_inside_a_group_anchors_its_signature():
+    """A group that must match (not repeated, optional, an alternative or case-insensitive) lends its literals to the
+    anchor: ENV299's `\\b(?P<what>\\w*Profil(?:er|ing)\\w*)\\s+… only supports CUDA` had none, joined the byte pre-filter
+    whole (without its leading `\\b`) and made it quadratic on a long run of word characters (the fuzz test's 300 KB
+    line hung a scan for 60 s)."""
+    from msdoctor.engine.evaluate import literal_anchor
+
+    env299 = load_catalogue().get("ENV299")
+    assert env299 is not None and literal_anchor(env299.signatures[0].pattern) == "Profil"
+    assert literal_anchor(r"ab(?P<x>cd)ef") == "abcdef"  # a group inside a run continues it
+    assert literal_anchor(r"(?:abcd)?efg") is None  # an optional group is not mandatory
+    assert literal_anchor(r"(?:abcdef|ghijkl)") is None  # nor is one alternative
+    assert literal_anchor(r"(?i:abcdef)x") is None  # a case-insensitive literal is no byte anchor
+
+
+def test_the_prefilter_grows_linearly_on_a_long_word_run(spec):
+    from tests.logs.linear import best_time
+
+    rx = spec.prefilter
+    small, large = best_time(rx.search, b"x" * 8192), best_time(rx.search, b"x" * 65536)
+    if large > 0.05:  # CPU time, best of 3: a run preempted on a loaded host is not a super-linear pre-filter
+        assert large / max(small, 1e-4) < 24, (small, large)
