@@ -188,8 +188,13 @@ def test_signature_set_cache_stays_exact_when_only_digits_differ():
     # an anchor made of digits (errNo codes, EI codes): same digit-free text, different verdicts
     digit_anchored = [a for a in sigs._digit_anchors if a.startswith("errNo[")]
     assert digit_anchored, "the catalogue has errNo anchors"
-    hit = f"[ERROR] HCCL(1,python):2022-12-01-03:02:29.001.104 [hccl_comm.cc:100] {digit_anchored[0]} failed"
-    miss = hit.replace(digit_anchored[0], digit_anchored[0].replace("5", "6"))
+    line = "[ERROR] HCCL(1,python):2022-12-01-03:02:29.001.104 [hccl_comm.cc:100] {} failed"
+    # the first errNo anchor whose rule reads it in this line (an anchor may be longer than the code, with words a
+    # rule's regex needs around it: `errNo[0x0000000005000007] hccl`)
+    anchor = next((a for a in sorted(digit_anchored) if {m.rule.id for m in sigs.match(line.format(a))}), None)
+    assert anchor is not None, digit_anchored
+    hit = line.format(anchor)
+    miss = hit.replace(anchor, anchor.replace("5", "6"))
     fired = {m.rule.id for m in sigs.match(hit)}
     assert fired and not fired & {m.rule.id for m in sigs.match(miss)}
     assert {m.rule.id for m in sigs.match(hit)} == fired  # served from the cache the second time
