@@ -246,6 +246,14 @@ def _recognised(s: dict[str, Any]) -> int:
     return max(int(s.get("recognised", 1)) - only, 0)
 
 
+def _cut_only(scans: list[dict[str, Any]]) -> bool:
+    """No file holds an event (an error, a warning, a rule's line) and one holds a traceback cut before its
+    exception line: all that the known grammar read is the frames of an error it cannot see."""
+    readable = [s for s in scans if s.get("readable")]
+    return (any(s.get("open_traceback") for s in readable) and not any(s.get("first_events") for s in readable)
+            and not any(s.get("exceptions") for s in readable))  # fmt: skip
+
+
 def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None,
             engine: str = "auto") -> tuple[Facts, LogScan]:  # fmt: skip
     """Scan the logs under ``paths``; facts for the checks plus the raw scan for the signature findings."""
@@ -264,6 +272,13 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         if any(s.get("readable") and s.get("recognised") for s in rescans):
             scans = [dict(s, paste=True) for s in rescans]
             known = [s for s in scans if s.get("readable") and s.get("recognised")]
+    elif known and _cut_only(scans) and sum(int(s.get("size") or 0) for s in readable) <= PASTE_MAX:
+        # the only known grammar is a traceback cut before its exception line, and no line is an error: the
+        # text is a paste whose error is in the lines around the frames (`CMake Error at CMakeLists.txt:14`
+        # before pip's traceback, `gmake: *** […] Error 2` before setup.py's): read them as a paste is read
+        rescans = scan_files(files, ScanSpec(spec.sigs, engine="python", paste=True), jobs=1)
+        if any(s.get("readable") and s.get("first_events") for s in rescans):
+            scans = [dict(s, paste=True) for s in rescans]
     if not known and readable:
         unread = sum(1 for s in scans if not s.get("readable"))
         cut = [str(k["reason"]) for s in scans for k in s.get("skipped") or []

@@ -532,6 +532,7 @@ def line_level(rec: LogRecord, prefix_level: str | None, text: str) -> str | Non
 # The indented source line a Python traceback quotes under a frame (`    raise ValueError("The file {} does
 # not exist …".format(f))`) holds a message template, not a message: no rule reads it. Only candidate
 # lines reach the state machine, so it is known by its own shape: indented, a statement that raises or logs.
+TB_HEADER = "Traceback (most recent call last):"  # a line that ends in it opens the traceback its exception ends
 SOURCE_ECHO_RE = re.compile(r'^\s{2,}(?:raise \w[\w.]{0,80}\(|(?:logger|logging|log|LOG)\.\w{1,20}\(|print\(|'
                             r'(?:raise )?\w{1,40}(?:Error|Exception)\((?:f?["\']))')
 
@@ -620,6 +621,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         st.recognised += 1
     classified = False
     echo = None  # True: only an info rule that knows the line as an echo of an error matched it
+    known = False  # an info rule knows the line (SGLang's import guard on NPU): its error words are not an error
     level = line_level(rec, prefix_level, text) if matches else None  # only a rule's line needs its level
     quiet = level in QUIET_LEVELS
     for sm in matches:
@@ -660,6 +662,8 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         if rule.severity.value != "info" and ev.get("role") in ("root", "consequence"):
             classified = True
             st.add_anomaly(ev)
+        elif rule.severity.value == "info":
+            known = True
         elif ev.get("role") == "consequence":
             echo = True  # a line a rule knows as the echo of an error reported elsewhere (torch_npu's `The Inner error
             # is reported as above … operator name is MatMul`): its words are not an error's to classify by keyword
@@ -694,7 +698,10 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
                                   echo=echo))  # fmt: skip
         return
     if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)
-                           or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text))):
+                           or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text)
+                               and lineno != st.last_frame_line + 1  # not the source line under a frame
+                               and not (known and spec.paste)  # a paste's word, on a line an info rule knows
+                               and not text.rstrip().endswith(TB_HEADER))):  # `… hit an exception: Traceback (…):`
         st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank, echo=echo))
 
 def _elastic(st: _FileState, text: str, lineno: int) -> bool:

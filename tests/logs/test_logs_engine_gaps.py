@@ -275,3 +275,77 @@ def test_a_bare_has_no_attribute_paste_is_read_as_the_error(tmp_path, line, rule
     log.write_text(line + "\n")
     rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
     assert rc.get("rule") == rule
+
+
+# -- the error around a cut traceback: the text is read as a paste ----------------------------------------
+
+# vllm-ascend#439 (tests/realworld/logs/vllm-ascend-439-…): CMake's error, pip's indentation, then pip's traceback cut
+# before its exception line
+PIP_CMAKE = [
+    "      running build_ext",
+    "      -- The CXX compiler identification is unknown",
+    "      CMake Error at CMakeLists.txt:14 (project):",
+    "        No CMAKE_CXX_COMPILER could be found.",
+    "",
+    "      -- Configuring incomplete, errors occurred!",
+    "      Traceback (most recent call last):",
+    '        File "/usr/local/python3.10/lib/python3.10/site-packages/pip/_vendor/pyproject_hooks/_in_process/_in_process.py", line 389, in <module>',
+    "          main()",
+    '        File "/usr/local/python3.10/lib/python3.10/site-packages/pip/_vendor/pyproject_hooks/_in_process/_in_process.py", line 373, in main',
+    '          json_out["return_val"] = hook(**hook_input["kwargs"])',
+]
+# ms-swift#6968 (tests/realworld/logs/ms-swift-6968-…, paste2.log): a frame whose source line holds an error word
+SWIFT_FRAMES = [
+    '  File "/home/ma-user/anaconda3/envs/PyTorch-2.6.0/lib/python3.10/importlib/__init__.py", line 126, in import_module',
+    "    return _bootstrap._gcd_import(name[level:], package, level)",
+    '  File "/home/ma-user/anaconda3/envs/PyTorch-2.6.0/lib/python3.10/subprocess.py", line 420, in check_output',
+    "    return run(*popenargs, stdout=PIPE, timeout=timeout, check=True,",
+]
+# sglang#8004 (tests/realworld/logs/sglang-8004-…): SGLang's import guard on NPU (ENV986, info) above a cut traceback
+SGLANG_GUARD = [
+    "[2025-08-03 03:28:14 TP7] Failed to import from custom_ar with ModuleNotFoundError(\"No module named 'sgl_kernel'\")",
+    "[2025-08-03 03:28:18 TP6] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/usr/local/python3.11.13/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 2421, in run_scheduler_process',
+    "    scheduler = Scheduler(",
+]
+
+
+def _catalogue_without(*ids: str):
+    """The catalogue less ``ids``: a first sighting of the lines those rules were written for."""
+    import copy
+
+    cat = copy.copy(load_catalogue())
+    cat._rules = {k: v for k, v in cat._rules.items() if k not in ids}
+    cat.__dict__.pop("_signature_set", None)
+    return cat
+
+
+def test_an_error_line_before_a_cut_traceback_is_read_as_a_pastes_error(tmp_path):
+    from msdoctor.checks.logs import unclassified_events
+    from msdoctor.facts.logs import collect
+
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(PIP_CMAKE) + "\n")
+    facts, _scan = collect([str(log)], catalogue=_catalogue_without("ENV748"))
+    texts = [e["text"] for e in unclassified_events(facts)]
+    assert texts and texts[0] == "CMake Error at CMakeLists.txt:14 (project):", texts
+    assert "Configuring incomplete, errors occurred!" in " ".join(texts)  # CMake's summary, a later error of the block
+    # with the rule that knows the line, the rule reads it (no paste reading is needed)
+    r = run_cli("logs", "--json", str(log))
+    assert r.json()["root_cause"]["rule"] == "ENV748"
+
+
+def test_a_cut_traceback_alone_stays_not_diagnosable_and_its_source_lines_are_not_errors(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(SWIFT_FRAMES) + "\n")
+    rc = run_cli("logs", "--json", str(log)).json()["root_cause"]
+    assert rc["verdict"] == "incomplete-traceback", rc  # `timeout=timeout` under a frame is its source, not an error
+
+
+def test_a_line_an_info_rule_knows_is_not_a_pastes_error_beside_a_cut_traceback(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(SGLANG_GUARD) + "\n")
+    d = run_cli("logs", "--json", str(log)).json()
+    rules = {f["rule"] for f in d["findings"]}
+    assert "ENV986" in rules and not any(r.endswith("099") for r in rules), rules
+    assert d["root_cause"]["verdict"] == "incomplete-traceback"
