@@ -84,6 +84,37 @@ POSITIVE = [
      "Missing keys:"),
     ("err-bang", ["[Venc]:venc_drv_check_resolution [Line]:342 max picture width (0) err! should in [128,4096]!"],
      "max picture width (0) err!"),
+    # round 49: a statement of what is wrong without an error word — one-line pastes that were unreadable input
+    # (deim-96-…, llamafactory-5627-…, sgl-kernel-npu-544-…, cann-docs-venc-send-frame-h265-…, cann-doc-vpc-create-
+    # chn-…, cann-docs-vnpu-vdec-channel-limit-…, easyinfer-vllm-ascend-longcat-…, cann-docs-vpc-buffer-size-…,
+    # cann-troubleshooting-310b-vpc-width-…, dqfd-5-…, easyinfer-vllm-kimi-k26-…, paddle-42539-…, vllm-ascend-14506-…,
+    # flagtree-537-…, ait-faq-docker-install-curl-60-…, cann-docs-vpc-cvdr-axi-…, cann-docs-vdec-frames-sent-…,
+    # ascend-pytorch-51-…)
+    ("loss-is-nan", ["Loss is nan, stopping training"], "Loss is nan"),
+    ("grad-norm-nan", ["{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.549912997495027e-06, 'epoch': 0.66}"],
+     "'grad_norm': nan"),
+    ("not-support", ["Op MoeDistributeDispatchV2 not support soc version ascend950"], "not support soc version"),
+    ("dont-support", ["[Venc]:hevc_check_pixel_format [Line]:1110 H.265 don't support format 5,should be NV12(1) or "
+                      "NV21(2)"], "don't support format 5"),
+    ("already-created", ["device 0, chn 0 has already been created!"], "already been created"),
+    ("is-full", ["pid 0 usr chn 0 device 0 chn 0 vf_id 1 has created chn num(27) is full, max chn num = 27"], "is full"),
+    ("too-small", ["HCCL_BUFFSIZE_EP is too SMALL, needed 819MB, have 800MB"], "too SMALL"),
+    ("smaller-than", ["buffer size(3110400) is smaller than need buffer size(4147200) when format is 3."],
+     "is smaller than need"),
+    ("should-be", ["width should be in [10, 32768], width is 654321"], "width should be in"),
+    ("must-be", ["    Dimensions must be equal, but are 4 and 2 for DQfD_0/eval_net/l1/MatMul (op:'Matmul') with input "
+                 "shapes: [?,4], [2,24]."], "Dimensions must be equal"),
+    ("could-not", ["could not locate tool call start/end tokens"], "could not locate"),
+    ("missing", ["missing NPU kernel: lookup_table_grad, expected_kernel_key:data_type[float]:data_layout[Undefined("
+                 "AnyLayout)]:place[Place(npu:0)]:library_type[PLAIN], fallbacking to CPU"], "missing NPU kernel"),
+    ("link-down", ["link status: DOWN"], "DOWN"),
+    ("conflict", ["The conflict is caused by:"], "conflict"),
+    ("problem", ["curl: (60) SSL certificate problem: self signed certificate in certificate chain"], "problem"),
+    ("err-word", ["vpc get err int: vpc_cvdr_axi_rd_resp_err"], "err int"),
+    ("oom-word", ["OOM_NOTIFIER: oom type 2"], "oom type 2"),
+    ("caution", ["CAUTION: The operator 'aten::_transformer_encoder_layer_fwd' is not currently supported on the NPU "
+                 "backend and will fall back to run on the CPU. This may have performance implications. "],
+     "CAUTION"),
 ]  # fmt: skip
 
 
@@ -108,6 +139,9 @@ NEAR_MISS = [
     # a compiler's warning, an echoed command
     ("compiler-warning", "/app/ggml/src/ggml-cann.cpp:1154:13: warning: unused variable 'x' [-Wunused-variable]"),
     ("echoed-command", "$ grep -n 'error: ' build.log"),
+    # a progress line whose loss and norm are numbers, a word that holds `nan` / `err` / `down` inside it
+    ("finite-loss", "{'loss': 1.4596, 'grad_norm': 0.83, 'learning_rate': 4.552255167404752e-06, 'epoch': 0.66}"),
+    ("words-inside", "Downloading nano-gpt weights into the stderr_dir (shutting down the old server)"),
 ]  # fmt: skip
 
 
