@@ -523,20 +523,31 @@ BARE_LEVEL_RE = re.compile(r"^\s*(?:(?P<word>WARNING|WARN|INFO|DEBUG|Warning)(?:
 # Only a warning demotes an error rule's line: an INFO line carries values (a `loss: nan` in a progress line,
 # vLLM's `Available memory: 0`) whose meaning does not depend on the level the logger gave them.
 QUIET_LEVELS = frozenset({"WARNING"})
+# A CANN error message relayed under a warning print: torch_npu's c10 warning `[W424 03:40:28.559765110
+# compiler_depend.ts:432] Warning: EI0003: [PID: 143] … In [CheckDataType], value [bfloat16] …` hands on the
+# message an HCCL/ACL call left in the error queue, after the `… the current working operator name is
+# HcclAllreduce` report it explains. A CANN code states its own level (E… error, W… warning): an E-code message
+# is an error whatever the print around it says (vllm-ascend#641).
+RELAYED_CANN_ERROR_RE = re.compile(r"^\s*(?:Warning:\s*)?E[0-9A-Z]\d{4}(?::\s|\[PID|\s\[PID)")
 
 
 def line_level(rec: LogRecord, prefix_level: str | None, text: str) -> str | None:
     """The level the writer gave this line: its grammar's (MindSpore, plog, torch_npu, Python logging), a
-    prefix's (vLLM, glog, c10, MindIE …), or its own leading word; None when nothing says."""
+    prefix's (vLLM, glog, c10, MindIE …), or its own leading word; None when nothing says. A CANN error code's
+    message relayed under a warning print keeps no level (RELAYED_CANN_ERROR_RE): its code says it is an error."""
     if rec.level:
         return rec.level.upper()
     if prefix_level:
+        if prefix_level == "WARNING" and RELAYED_CANN_ERROR_RE.match(text):
+            return None
         return prefix_level
     m = BARE_LEVEL_RE.match(text)
     if m is None:
         return None
     if m["pywarn"]:
         return "WARNING"
+    if m["word"] == "Warning" and RELAYED_CANN_ERROR_RE.match(text):
+        return None  # `Warning: EI0003: …` without the c10 prefix: the relayed CANN error keeps its code's level
     word = (m["word"] or m["short"] or "").upper()
     return {"WARN": "WARNING", "W": "WARNING", "I": "INFO", "D": "DEBUG"}.get(word, word)
 # The indented source line a Python traceback quotes under a frame (`    raise ValueError("The file {} does

@@ -24,6 +24,10 @@ NPU_OOM = ("RuntimeError: NPU out of memory. Tried to allocate 35.31 GiB (NPU 0;
 MS_WARNING = ("[WARNING] DISTRIBUTED(22503,7f9fd5b43100,python):2023-08-09-10:12:39.824.033 "
               "[mindspore/ccsrc/distributed/cluster/cluster_context.cc:268] PostProcess] This node could be redundant "
               "and is not successfully registered.")  # fmt: skip
+# vllm-ascend-641-310p3-hccl-allreduce-ei0003-checkdatatype-bfloat16-2025 (COMM094's line, relayed by torch_npu)
+RELAYED_EI0003 = ("[rank0]:[W424 03:40:28.559765110 compiler_depend.ts:432] Warning: EI0003: [PID: 143] "
+                  "2025-04-24-03:40:28.975.025 In [CheckDataType], value [bfloat16] for parameter [dataType] is invalid. "
+                  "Reason: The collective communication operator has an invalid argument. Reason[bfloat16]")  # fmt: skip
 # bevdet-265-fp16-dynamic-loss-scale-loss-nan-2023: a NaN loss in an INFO progress line
 INFO_NAN = ("2023-06-15 04:03:40,870 - mmdet - INFO - Epoch [1][50/3862]\tlr: 4.915e-05, eta: 3 days, 22:56:26, time: "
             "4.428, data_time: 1.900, memory: 10657, loss: nan, grad_norm: nan")  # fmt: skip
@@ -44,6 +48,12 @@ INFO_NAN = ("2023-06-15 04:03:40,870 - mmdet - INFO - Epoch [1][50/3862]\tlr: 4.
         (NPU_OOM, "ERROR"),
         ("[mindspore/lite/src/scheduler.cc:**] Schedule] Schedule graph to kernels failed.", None),
         ("Warning-free text that only starts with the word", None),
+        # vllm-ascend-641-310p3-hccl-allreduce-ei0003-checkdatatype-bfloat16-2025: torch_npu relays HCCL's EI0003
+        # under a c10 warning print; the E-code says it is an error (RELAYED_CANN_ERROR_RE), with or without the prefix
+        (RELAYED_EI0003, None),
+        (RELAYED_EI0003.split("] ", 1)[1], None),
+        # a warning print of a W-level message keeps its level
+        ("[W424 03:40:28.559765110 compiler_depend.ts:432] Warning: NPU warning, error code is 507013", "WARNING"),
     ],
 )
 def test_the_level_a_line_was_logged_at(line, level):
@@ -144,3 +154,22 @@ def test_an_error_no_rule_knows_heads_over_a_line_logged_at_warning(tmp_path, mo
     assert rep["root_cause"]["classified_by"] == "wording"
     env = next(f for f in rep["findings"] if f["rule"] == "ENV084")
     assert env["severity"] == "warning" and env["data"]["logged_as"] == "WARNING"
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_a_cann_error_relayed_under_a_warning_print_heads_over_the_wrapper(tmp_path, engine):
+    """vllm-ascend#641: `… the current working operator name is HcclAllreduce.` (COMM078, a consequence) and then
+    the HCCL message that explains it, printed by torch_npu as `[W… compiler_depend.ts:432] Warning: EI0003: …`."""
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.engine.evaluate import signature_set
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    case = Path(__file__).resolve().parents[1] / "realworld/logs/vllm-ascend-641-310p3-hccl-allreduce-ei0003-checkdatatype-bfloat16-2025/paste.log"
+    log = tmp_path / "job.log"
+    log.write_text(case.read_text(encoding="utf-8"), encoding="utf-8")
+    sigs = signature_set(load_catalogue())
+    spec = ScanSpec(sigs, engine="python") if engine == "python" else ScanSpec(sigs, grep_min_size=0)
+    res = scan_file(str(log), spec)
+    hit = res["hits"]["COMM094"]
+    assert hit["first"]["severity"] == "error" and not hit["first"].get("logged_as")
+    assert hit["first"]["groups"]["dtype"] == "bfloat16"
