@@ -49,3 +49,17 @@ def test_leave_out_two_cases(tmp_path: Path, monkeypatch) -> None:
 
     cat = load_catalogue()  # restored after each case
     assert "MEM001" in cat and "MEM001" in {r.id for r, _sg, _a in signature_set(cat).entries}
+
+
+def test_the_fallbacks_and_code_families_are_never_switched_off(tmp_path: Path, monkeypatch) -> None:
+    fam = leaveout._family()
+    assert {"NUM030", "ENV050", "ENV099", "ENV097", "DATA099"} <= fam
+    # fla-npu-errors-route-replay-… (tests/realworld/logs): a line only the keyword fallback reads (ENV099); a first
+    # sighting gets exactly that, so leave-out keeps it and scores it, instead of counting the case as missed
+    (tmp_path / "kw").mkdir()
+    (tmp_path / "kw" / "SOURCE.md").write_text("# t\nsource: https://example.org/t\ndate: 2025-01-01\ncause: x\n"
+                                               "expect.category: ENV\n", encoding="utf-8")
+    (tmp_path / "kw" / "paste.log").write_text("asc_opc: command not found\n", encoding="utf-8")
+    monkeypatch.setattr(leaveout.realworld, "CORPUS", tmp_path)
+    (o,) = leaveout.measure(leaveout.realworld.cases(), jobs=1)
+    assert (o.before, o.off, o.status, o.after) == ("ENV099", [], "found", "ENV099")
