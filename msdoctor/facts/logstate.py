@@ -128,10 +128,10 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             # don't support format 5`, `chn 0 has already been created!`, `chn num(27) is full`,
                             # `HCCL_BUFFSIZE_EP is too SMALL`, `buffer size(…) is smaller than need …`, `width
                             # should be in [10, 32768]`, `Dimensions must be equal`, `could not locate …`,
-                            # `missing NPU kernel`, `SSL certificate problem`, `Loss is nan` / `'grad_norm': nan`, `link status: DOWN`
+                            # `missing NPU kernel` (not gdb's hint `Missing separate debuginfos, use: …`), `SSL certificate problem`, `Loss is nan` / `'grad_norm': nan`, `link status: DOWN`
                             r"(?:not|n't) support(?:s|ed)?|could ?n[o']t|already (?:exists?|been|in use|registered|created)|"
                             r"is full|too (?:small|large|big|many|few|long|short)|(?:smaller|greater|larger|bigger) than|"
-                            r"must (?:be|input|have|not)|should be|missing|conflict(?:s|ing)?|problem|err|oom|caution|not present|"
+                            r"must (?:be|input|have|not)|should be|missing(?! separate debuginfo)|conflict(?:s|ing)?|problem|err|oom|caution|not present|"
                             r"(?:loss|norm)\W{0,4}(?:is\s)?-?nan)\b)|\bDOWN\b|"
                             r"\bWARN(?:ING)?\b|"
                             # an exception's class inside a sentence or as a repr (`TypeError("…")`, `InvalidArgumentError

@@ -142,6 +142,9 @@ NEAR_MISS = [
     # a progress line whose loss and norm are numbers, a word that holds `nan` / `err` / `down` inside it
     ("finite-loss", "{'loss': 1.4596, 'grad_norm': 0.83, 'learning_rate': 4.552255167404752e-06, 'epoch': 0.66}"),
     ("words-inside", "Downloading nano-gpt weights into the stderr_dir (shutting down the old server)"),
+    # gdb's hint in a pasted backtrace (atb-faq-abi-config-cxx11-regex-compiler-sigabrt-2025)
+    ("gdb-debuginfo-hint", "Missing separate debuginfos, use: debuginfo-install glibc-2.17-260.el7.aarch64 zlib-1.2.7-18.el7"
+                           ".aarch64"),
 ]  # fmt: skip
 
 
