@@ -457,6 +457,10 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
     ``(pid=…)``, ANSI colour, a time stamp) unless the line already fits a known grammar as it is."""
     if text.endswith("\r"):  # CRLF files (pasted from Windows): `$` in a rule must still match
         text = text.rstrip("\r")
+    if text[:1] == ".":
+        m = PROGRESS_DOTS_RE.match(text)
+        if m:  # a progress printer's dots with no newline before the line (`.[rank0]:[E903 …] RopeOperation setup failed!`)
+            text = text[m.end():]
     if SOURCE_ECHO_RE.match(text):
         return  # the source line a traceback quotes under its frame, not a message
     if lineno == st.joined_line:
@@ -553,6 +557,11 @@ def line_level(rec: LogRecord, prefix_level: str | None, text: str) -> str | Non
 # The indented source line a Python traceback quotes under a frame (`    raise ValueError("The file {} does
 # not exist …".format(f))`) holds a message template, not a message: no rule reads it. Only candidate
 # lines reach the state machine, so it is known by its own shape: indented, a statement that raises or logs.
+# The dots a progress printer writes without a newline (vLLM-Ascend's graph compile, torch_npu's op compile: `....`),
+# glued to the next line a process prints: `.[rank0]:[E903 07:21:23.263967696 compiler_depend.ts:429] RopeOperation
+# setup failed!`, `..[ERROR] the socversion …`, `......ERROR 02-11 11:32:58 engine.py:389] …` (7 corpus cases); only
+# before a bracket, a parenthesis or a capital, so `./run.sh` and `.so` stay as they are
+PROGRESS_DOTS_RE = re.compile(r"^\.{1,400}(?=[\[(A-Z])")
 TB_HEADER = "Traceback (most recent call last):"  # a line that ends in it opens the traceback its exception ends
 SOURCE_ECHO_RE = re.compile(r'^\s{2,}(?:raise \w[\w.]{0,80}\(|(?:logger|logging|log|LOG)\.\w{1,20}\(|print\(|'
                             r'(?:raise )?\w{1,40}(?:Error|Exception)\((?:f?["\']))')

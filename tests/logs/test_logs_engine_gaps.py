@@ -349,3 +349,30 @@ def test_a_line_an_info_rule_knows_is_not_a_pastes_error_beside_a_cut_traceback(
     rules = {f["rule"] for f in d["findings"]}
     assert "ENV986" in rules and not any(r.endswith("099") for r in rules), rules
     assert d["root_cause"]["verdict"] == "incomplete-traceback"
+
+
+# -- a progress printer's dots glued to the next line ---------------------------------------------------
+
+# vllm-ascend#2720 (tests/realworld/logs/vllm-ascend-2720-…): vLLM-Ascend's compile progress dots, then torch_npu's c10
+# error; vllm-ascend#2725 (…-2725-…): the dots before a `[ERROR]` line
+DOTS = [
+    "INFO 09-03 07:21:18 [backends.py:215] Compiling a graph for dynamic shape takes 1.81 s",
+    ".[rank0]:[E903 07:21:23.263967696 compiler_depend.ts:429] RopeOperation setup failed!",
+]
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_progress_dots_before_a_line_do_not_hide_its_prefix(tmp_path, engine):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(DOTS) + "\n")
+    s = scan_file(str(log), _spec(engine))
+    ev = [e for e in s["first_events"] if "RopeOperation" in e["text"]]
+    assert ev and ev[0]["text"] == "RopeOperation setup failed!" and ev[0].get("prank") == 0, s["first_events"]
+
+
+def test_a_dot_before_a_path_or_a_lowercase_word_is_kept():
+    from msdoctor.facts.logstate import PROGRESS_DOTS_RE
+
+    assert PROGRESS_DOTS_RE.match("..[ERROR] the socversion Ascend910B1 of bin package does not match")
+    assert not PROGRESS_DOTS_RE.match("./run.sh: line 3: python: command not found")
+    assert not PROGRESS_DOTS_RE.match(".so file not found")
