@@ -128,10 +128,12 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             # don't support format 5`, `chn 0 has already been created!`, `chn num(27) is full`,
                             # `HCCL_BUFFSIZE_EP is too SMALL`, `buffer size(…) is smaller than need …`, `width
                             # should be in [10, 32768]`, `Dimensions must be equal`, `could not locate …`,
-                            # `missing NPU kernel` (not gdb's hint `Missing separate debuginfos, use: …`), `SSL certificate problem`, `Loss is nan` / `'grad_norm': nan`, `link status: DOWN`
+                            # `missing NPU kernel` (not gdb's hint `Missing separate debuginfos, use: …`), `SSL
+                            # certificate problem`, `Loss is nan` / `'grad_norm': nan`, `link status: DOWN`
                             r"(?:not|n't) support(?:s|ed)?|could ?n[o']t|already (?:exists?|been|in use|registered|created)|"
                             r"is full|too (?:small|large|big|many|few|long|short)|(?:smaller|greater|larger|bigger) than|"
-                            r"must (?:be|input|have|not)|should be|missing(?! separate debuginfo)|conflict(?:s|ing)?|problem|err|oom|caution|not present|"
+                            r"must (?:be|input|have|not)|should be|missing(?! separate debuginfo)|conflict(?:s|ing)?|problem|"
+                            r"err|oom|caution|not present|"
                             r"(?:loss|norm)\W{0,4}(?:is\s)?-?nan)\b)|\bDOWN\b|"
                             r"\bWARN(?:ING)?\b|"
                             # an exception's class inside a sentence or as a repr (`TypeError("…")`, `InvalidArgumentError
@@ -554,15 +556,15 @@ def line_level(rec: LogRecord, prefix_level: str | None, text: str) -> str | Non
         return None  # `Warning: EI0003: …` without the c10 prefix: the relayed CANN error keeps its code's level
     word = (m["word"] or m["short"] or "").upper()
     return {"WARN": "WARNING", "W": "WARNING", "I": "INFO", "D": "DEBUG"}.get(word, word)
-# The indented source line a Python traceback quotes under a frame (`    raise ValueError("The file {} does
-# not exist …".format(f))`) holds a message template, not a message: no rule reads it. Only candidate
-# lines reach the state machine, so it is known by its own shape: indented, a statement that raises or logs.
 # The dots a progress printer writes without a newline (vLLM-Ascend's graph compile, torch_npu's op compile: `....`),
 # glued to the next line a process prints: `.[rank0]:[E903 07:21:23.263967696 compiler_depend.ts:429] RopeOperation
 # setup failed!`, `..[ERROR] the socversion …`, `......ERROR 02-11 11:32:58 engine.py:389] …` (7 corpus cases); only
 # before a bracket, a parenthesis or a capital, so `./run.sh` and `.so` stay as they are
 PROGRESS_DOTS_RE = re.compile(r"^\.{1,400}(?=[\[(A-Z])")
 TB_HEADER = "Traceback (most recent call last):"  # a line that ends in it opens the traceback its exception ends
+# The indented source line a Python traceback quotes under a frame (`    raise ValueError("The file {} does
+# not exist …".format(f))`) holds a message template, not a message: no rule reads it. Only candidate
+# lines reach the state machine, so it is known by its own shape: indented, a statement that raises or logs.
 SOURCE_ECHO_RE = re.compile(r'^\s{2,}(?:raise \w[\w.]{0,80}\(|(?:logger|logging|log|LOG)\.\w{1,20}\(|print\(|'
                             r'(?:raise )?\w{1,40}(?:Error|Exception)\((?:f?["\']))')
 
@@ -692,11 +694,11 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         if rule.severity.value != "info" and ev.get("role") in ("root", "consequence"):
             classified = True
             st.add_anomaly(ev)
-        elif rule.severity.value == "info":
-            known = True
         elif ev.get("role") == "consequence":
             echo = True  # a line a rule knows as the echo of an error reported elsewhere (torch_npu's `The Inner error
             # is reported as above … operator name is MatMul`): its words are not an error's to classify by keyword
+        if rule.severity.value == "info":
+            known = True
     if rec.grammar == "traceback":
         st.last_traceback = lineno
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], lineno, [], None

@@ -376,3 +376,15 @@ def test_a_dot_before_a_path_or_a_lowercase_word_is_kept():
     assert PROGRESS_DOTS_RE.match("..[ERROR] the socversion Ascend910B1 of bin package does not match")
     assert not PROGRESS_DOTS_RE.match("./run.sh: line 3: python: command not found")
     assert not PROGRESS_DOTS_RE.match(".so file not found")
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_an_info_rules_echo_line_stays_an_echo(tmp_path, engine):
+    # NUM019 (info, a consequence) knows torch_npu's echo of an error printed above it: the line is marked as an
+    # echo, whatever else an info rule's line is (round 49 added `known` beside `echo`; the echo must not be lost)
+    log = tmp_path / "x.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n"
+                   "RuntimeError: The Inner error is reported as above. The process exits for this inner error, and "
+                   "the current working operator name is MatMul.\n", encoding="utf-8")  # fmt: skip
+    evs = [e for e in scan_file(str(log), _spec(engine))["first_events"] if e.get("role") == "unclassified"]
+    assert evs and all(e.get("echo") for e in evs), evs
