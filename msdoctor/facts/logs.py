@@ -246,10 +246,9 @@ def _recognised(s: dict[str, Any]) -> int:
     return max(int(s.get("recognised", 1)) - only, 0)
 
 
-def _cut_only(scans: list[dict[str, Any]]) -> bool:
-    """No file holds an event (an error, a warning, a rule's line) and one holds a traceback cut before its
-    exception line: all that the known grammar read is the frames of an error it cannot see."""
-    readable = [s for s in scans if s.get("readable")]
+def _cut_only(readable: list[dict[str, Any]]) -> bool:
+    """No readable file holds an event (an error, a warning, a rule's line) and one holds a traceback cut before
+    its exception line: all that the known grammar read is the frames of an error it cannot see."""
     return (any(s.get("open_traceback") for s in readable) and not any(s.get("first_events") for s in readable)
             and not any(s.get("exceptions") for s in readable))  # fmt: skip
 
@@ -264,7 +263,8 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
     scans = scan_files(files, spec, jobs=jobs)
     known = [s for s in scans if s.get("readable") and _recognised(s)]
     readable = [s for s in scans if s.get("readable")]
-    if not known and readable and sum(int(s.get("size") or 0) for s in readable) <= PASTE_MAX:
+    paste_sized = sum(int(s.get("size") or 0) for s in readable) <= PASTE_MAX
+    if not known and readable and paste_sized:
         # no line of a known grammar: a pasted excerpt (`NCCL WARN …`, a bare message)? Read its lines with
         # error words as errors; a text without any stays unreadable input (exit 2)
         paste = ScanSpec(spec.sigs, engine="python", paste=True)
@@ -272,7 +272,7 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         if any(s.get("readable") and s.get("recognised") for s in rescans):
             scans = [dict(s, paste=True) for s in rescans]
             known = [s for s in scans if s.get("readable") and s.get("recognised")]
-    elif known and _cut_only(scans) and sum(int(s.get("size") or 0) for s in readable) <= PASTE_MAX:
+    elif known and paste_sized and _cut_only(readable):
         # the only known grammar is a traceback cut before its exception line, and no line is an error: the
         # text is a paste whose error is in the lines around the frames (`CMake Error at CMakeLists.txt:14`
         # before pip's traceback, `gmake: *** […] Error 2` before setup.py's): read them as a paste is read
