@@ -596,6 +596,7 @@ def error_family(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
 
 
 WEAK_GUESS = 0.9  # below it the guess was right less than half the time (bench/wording.py): the message says "weak"
+LOW_GUESS = 0.6  # below it (down to the model's threshold, 0.4) about four times in ten: "low-confidence"
 
 
 @check_params(area=str)
@@ -619,7 +620,8 @@ def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         return
     e, g = found
     words = ", ".join(f"`{w}`" for w in g.words)
-    weak = "a weak guess" if g.probability < WEAK_GUESS else "a guess"
+    weak = ("a low-confidence guess" if g.probability < LOW_GUESS
+            else "a weak guess" if g.probability < WEAK_GUESS else "a guess")
     msg = (f"{weak}, not a diagnosis: no rule or keyword list recognises this error; its words ({words}) are "
            f"those of {g.area} errors (probability {g.probability:.2f} by word statistics"
            f"{f'; next {g.runner_up}' if g.runner_up else ''}): `{_quote(e)}` ({e.get('file')}:{e.get('line')})")  # fmt: skip

@@ -16,8 +16,9 @@ are stop words and say nothing.
 Its answer is a GUESS, never a verdict: the finding (rules X097) is `info`, it never heads the report, and
 the message names the words that set its area apart. Measured (bench/wording.py: ten-fold cross-validation on
 the corpus, the sealed blind sets, and a split by the date a case was collected): on errors the keyword lists
-leave undecided it answers nine times in ten; a guess at p 0.9 or more was right nine times in ten, between
-0.6 and 0.9 about six in ten (the message calls those weak); see bench/RESULTS.md.
+leave undecided it answers (p 0.4 or more) about nineteen times in twenty; a guess at p 0.9 or more was right
+nine times in ten, between 0.6 and 0.9 about six in ten (the message calls those weak), between 0.4 and 0.6
+about four in ten (low-confidence); see bench/RESULTS.md.
 """
 
 from __future__ import annotations

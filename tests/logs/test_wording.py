@@ -111,11 +111,17 @@ def test_logs_names_the_guess_but_never_heads_with_it(tmp_path: Path) -> None:
     assert "DATA errors (a guess, DATA097" in rc["reason"]
 
 
-@pytest.mark.parametrize(("weak_below", "words"), [(1.01, "a weak guess, not a diagnosis"), (0.0, "a guess, not a diagnosis")])
-def test_a_guess_under_the_weak_line_calls_itself_weak(tmp_path: Path, monkeypatch, capsys, weak_below, words) -> None:
+@pytest.mark.parametrize(("weak_below", "low_below", "words"), [
+    (1.01, 0.0, "a weak guess, not a diagnosis"),
+    (1.01, 1.01, "a low-confidence guess, not a diagnosis"),
+    (0.0, 0.0, "a guess, not a diagnosis"),
+])
+def test_a_guess_under_the_weak_line_calls_itself_weak(tmp_path: Path, monkeypatch, capsys, weak_below, low_below,
+                                                       words) -> None:
     from msdoctor import cli
 
     monkeypatch.setattr("msdoctor.checks.logs.WEAK_GUESS", weak_below)
+    monkeypatch.setattr("msdoctor.checks.logs.LOW_GUESS", low_below)
     log = tmp_path / "case.log"
     log.write_text(GUESS_LOG, encoding="utf-8")
     cli.main(["logs", "--json", str(log)])
