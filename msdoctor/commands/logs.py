@@ -361,7 +361,12 @@ def run(args: argparse.Namespace) -> int:
         # consequence, which the missing exception may explain): say so rather than name what is not the error
         tb = open_traceback(facts)
         if tb is not None:
+            beside = rc if rc.get("rule") and rc.get("message") else None
             rc = incomplete_traceback(tb)
+            if beside is not None:  # the error that was read is still said: a consequence, not the cause
+                rc["reason"] += (f". Beside it, {beside['rule']} (a consequence or a warning, not the cause the "
+                                 f"missing exception would name): {str(beside['message'])[:300]}")  # fmt: skip
+                rc["beside"] = beside["rule"]
     first = first_observed_failure(facts)
     if first is not None:  # torchrun's failure summary: the culprit rank and how it ended (a signal)
         rc = with_first_failure(rc, first, KILL_RULE)

@@ -388,3 +388,29 @@ def test_an_info_rules_echo_line_stays_an_echo(tmp_path, engine):
                    "the current working operator name is MatMul.\n", encoding="utf-8")  # fmt: skip
     evs = [e for e in scan_file(str(log), _spec(engine))["first_events"] if e.get("role") == "unclassified"]
     assert evs and all(e.get("echo") for e in evs), evs
+
+
+# vllm-ascend#9736 (tests/realworld/logs/vllm-ascend-9736-…): a wrapper code (507011, model execution failed: a
+# consequence) above a traceback cut before its exception line. The verdict is "incomplete traceback" (the missing
+# exception would name the cause), and it still says which error was read beside it — never "not diagnosable"
+# while an error finding goes unmentioned.
+WRAPPER_THEN_CUT = "\n".join([
+    "(Worker_DP2_TP1_EP9 pid=3132327) ERROR 05-30 11:43:13 [multiproc_executor.py:962]        synchronize stream with timeout failed, runtime result = 507011[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:148]",
+    "(Worker_DP2_TP1_EP9 pid=3132327) ERROR 05-30 11:43:13 [multiproc_executor.py:962]",
+    "(Worker_DP2_TP1_EP9 pid=3132327) ERROR 05-30 11:43:13 [multiproc_executor.py:962] Traceback (most recent call last):",
+    '(Worker_DP2_TP1_EP9 pid=3132327) ERROR 05-30 11:43:13 [multiproc_executor.py:962]   File "/home/l00889328/test_deep_v4/vllm/vllm/v1/executor/multiproc_executor.py", line 957, in worker_busy_loop',
+    "(Worker_DP2_TP1_EP9 pid=3132327) ERROR 05-30 11:43:13 [multiproc_executor.py:962]     output = func(*args, **kwargs)",
+]) + "\n"  # fmt: skip
+
+
+def test_a_cut_traceback_verdict_names_the_consequence_beside_it(tmp_path) -> None:
+    import json
+
+    log = tmp_path / "paste.log"
+    log.write_text(WRAPPER_THEN_CUT, encoding="utf-8")
+    r = run_cli("logs", "--json", str(log))
+    rc = json.loads(r.out)["root_cause"]
+    assert rc["verdict"] == "incomplete-traceback", rc
+    assert rc.get("beside") == "NUM030" and "Beside it, NUM030" in rc["reason"] and "507011" in rc["reason"], rc
+    r = run_cli("logs", str(log))
+    assert "Beside it, NUM030" in r.out, r.out
