@@ -127,3 +127,13 @@ def test_a_guess_under_the_weak_line_calls_itself_weak(tmp_path: Path, monkeypat
     cli.main(["logs", "--json", str(log)])
     guess = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"].endswith("097")]
     assert guess and guess[0]["message"].startswith(words), guess
+
+
+def test_the_shipped_threshold_reaches_the_low_confidence_tier() -> None:
+    """Guesses between the model's threshold (0.4) and LOW_GUESS (0.6) are given and called low-confidence:
+    measured right about four times in ten (bench/RESULTS.md, fiftieth round). A threshold at or above
+    LOW_GUESS would make the tier unreachable; one under 0.4 would give guesses right one time in five."""
+    from msdoctor.checks.logs import LOW_GUESS, WEAK_GUESS
+    from msdoctor.facts.wording import model
+
+    assert 0.4 <= model().threshold < LOW_GUESS < WEAK_GUESS
