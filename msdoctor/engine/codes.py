@@ -105,8 +105,13 @@ def lookup(code: str) -> CodeInfo | None:
 # of the 160 cases whose first code NUM030 reads they move 15 from the wrong area to the right one (108 → 123
 # right), none the other way. A bare "only support" is not one of them: a tiling check says `expert count is:
 # 128, but currently only support 256` about the inputs.
+# Added 2026-12-05 from the leave-out's NUM030 misleaders: `EZ1001: … support for Ascend310B is not implemented`
+# (llama.cpp CANN, the aclnn forum; 2 of 2 corpus cases ENV) and `AclNN_Parameter_Error(EZ1001):
+# ADD_TO_LAUNCHER_LIST_AICORE failed` — aclnn could not add an AI Core kernel for this dtype/SoC to its launch list,
+# the op binary is not there (10 of 10 corpus cases with the phrase are ENV).
 SUPPORT_LIMIT_RE = re.compile(
-    r"soc ?version|(?:this|current) (?:platform|soc|chip|product) (?:only )?(?:does not |doesn't |only )?support"
+    r"support for ascend\w* (?:is )?not implemented|ADD_TO_LAUNCHER_LIST_AICORE"
+    r"|soc ?version|(?:this|current) (?:platform|soc|chip|product) (?:only )?(?:does not |doesn't |only )?support"
     r"|not support(?:ed)? (?:on|by|in|for) (?:this |the |current )?(?:platform|soc|chip|device|product|npu)"
     r"|does not ha(?:s|ve) any binary|\bno (?:kernel )?binary\b|kernel config|binary_info_config|feature not support"
     r"|init env failed|No parser is registered|no ops kernel|op store"

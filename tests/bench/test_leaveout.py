@@ -63,3 +63,19 @@ def test_the_fallbacks_and_code_families_are_never_switched_off(tmp_path: Path, 
     monkeypatch.setattr(leaveout.realworld, "CORPUS", tmp_path)
     (o,) = leaveout.measure(leaveout.realworld.cases(), jobs=1)
     assert (o.before, o.off, o.status, o.after) == ("ENV099", [], "found", "ENV099")
+
+
+def test_keep_coded_leaves_on_the_rule_a_documented_code_routes_to(tmp_path: Path, monkeypatch) -> None:
+    # a line of tests/rules/fixtures/RT009.log: EI0004 is routed to RT009 by msdoctor/data/cann_codes.toml
+    line = "EI0004: The ranktable is invalid,Reason:[The ranktable config devId is inconsistent with the local devId.]\n"
+    (tmp_path / "rt").mkdir()
+    (tmp_path / "rt" / "SOURCE.md").write_text("# t\nsource: https://example.org/t\ndate: 2025-01-01\ncause: x\n"
+                                               "expect.category: RT\n", encoding="utf-8")
+    (tmp_path / "rt" / "paste.log").write_text(line, encoding="utf-8")
+    assert leaveout.coded_rules(tmp_path / "rt") == frozenset({"RT009"})
+    monkeypatch.setattr(leaveout.realworld, "CORPUS", tmp_path)
+    (plain,) = leaveout.measure(leaveout.realworld.cases(), jobs=1)
+    (kept,) = leaveout.measure(leaveout.realworld.cases(), jobs=1, keep_coded=True)
+    assert plain.before == kept.before == "RT009"
+    assert plain.off == ["RT009"] and plain.after != "RT009"  # switched off: the code goes to its family's rule
+    assert (kept.off, kept.status, kept.after) == ([], "found", "RT009")

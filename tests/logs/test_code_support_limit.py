@@ -18,6 +18,10 @@ from tests.conftest import run_cli
         ("Get regInfo failed, the socVersion [ascend310p] is not in the table", "socVersion"),
         ("Op Equal does not has any binary.", "does not has any binary"),
         ("rtStreamCreateWithFlags execute failed, reason=[feature not support]", "feature not support"),
+        # llamacpp#18133 and the aclnn forum case (tests/realworld/logs), vllm-ascend#14826's aclnn launcher
+        ("CANN error: EZ9903: [PID: 71888] 2025-12-17-18:13:01.238.630 support for Ascend910 is not implemented",
+         "support for Ascend910 is not implemented"),
+        ("AclNN_Parameter_Error(EZ1001): ADD_TO_LAUNCHER_LIST_AICORE failed.", "ADD_TO_LAUNCHER_LIST_AICORE"),
         # about the inputs, not the platform: the tiling's "only support" and a shape check stay NUM
         ("expert count is: 128, but currently only support 256.[FUNC:CheckInputShape]", None),
         ("op[Concat_243], the input shape dims should be equal except merge axis", None),
