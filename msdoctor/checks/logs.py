@@ -88,6 +88,12 @@ USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         "NUM010": frozenset({"COMM079", "ENV973"}), "NUM008": frozenset({"COMM079", "ENV973", "NUM068"}),
                                         "ENV806": frozenset({"ENV047"}),
+                                        # triton's `Failed to compile …/launcher_cxx11abi1.cxx, error: In file
+                                        # included from …` wraps the compiler's own diagnostics: where a rule reads
+                                        # the diagnostic (a torch_npu or triton header that does not compile against
+                                        # the installed CANN headers) that says what failed, not a compiler crash
+                                        # (vllm-ascend #6245)
+                                        "ENV816": frozenset({"ENV308", "ENV176"}),
                                         # `rtGetDevMsg execution failed, the context is a null pointer` is the
                                         # runtime fetching the error message after the device could not be
                                         # opened (TsdOpen / driver open failed under aclrtSetDevice 507033):
