@@ -65,6 +65,13 @@ STATEMENT_RULES = frozenset({"CKPT029"})
 # the user's code) it keeps its reading.
 USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 
+# The kubelet's admission error `Allocate failed due to rpc error: code = Unknown desc = <message>, which is
+# unexpected` (ENV322) wraps whatever message the device plugin returned; where another rule reads that message
+# itself (HAMi ascend-device-plugin's `npu-smi set device-share …: npu-smi not found in […] or PATH`, ENV056,
+# ascend-device-plugin #103) it says what failed and the wrapper yields to it, whatever its area. Alone (HAMi's
+# `parse pod annotation error: unknown uuid: `, HAMi #654) the wrapper keeps its reading.
+ADMISSION_WRAPPERS = frozenset({"ENV322"})
+
 
 # A rule whose line an HCCL report prints in the TraceBack of another, named failure: that failure is what went
 # wrong and the echo yields to it. `Transport init error … Create Dest error! creakLink para:rank[15]…dst_rank[1]`
@@ -161,12 +168,18 @@ def yields_to_task(rule: str, others: Iterable[str]) -> bool:
     """A model-stream wrapper beside a device-task rule (NUM, not a code family) of the same log yields to it;
     a statement rule or a user-function wrapper beside a specific rule of another area yields to that rule;
     a rule listed in YIELDS_TO yields to the rules named there; a setting rule (SETTING_RULES) yields to any
-    other rule but the failures it causes."""
+    other rule but the failures it causes; an admission wrapper (ADMISSION_WRAPPERS) yields to any other catalogue
+    rule that reads the wrapped message."""
     if rule in YIELDS_TO:
         return any(o in YIELDS_TO[rule] for o in others)
     if rule in SETTING_RULES:
         rest = [o for o in others if o != rule]
         return bool(rest) and not any(o in SETTING_RULES[rule] for o in rest)
+    if rule in ADMISSION_WRAPPERS:
+        from msdoctor.engine.codes import family_rules
+
+        generic = family_rules()
+        return any(o != rule and o not in generic and not o.endswith(("097", "099")) for o in others)
     if rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES and rule not in USER_FUNCTION_WRAPPERS:
         return False
     from msdoctor.engine.codes import family_rules

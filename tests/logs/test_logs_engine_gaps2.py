@@ -468,3 +468,25 @@ def test_a_null_context_error_fetch_yields_to_the_failed_device_open_under_it(tm
     facts, _ = collect([str(tmp_path)])
     head = headline_finding(signature_findings(facts.get_known("logs.hits")))
     assert head is not None and head.rule == want
+
+
+# -- the kubelet's admission error wraps the device plugin's message ------------------------------------------
+# `Allocate failed due to rpc error: code = Unknown desc = <message>, which is unexpected` (ENV322) yields to a rule
+# that reads the plugin's message itself (ascend-device-plugin #103: `npu-smi … not found in […] or PATH`, ENV056);
+# alone (HAMi #654, an annotation with no device UUID) it keeps its reading.
+PLUGIN_NPU_SMI = CORPUS / "hami-ascend-device-plugin-103-npu-smi-not-found-device-share-2026" / "log.txt"
+PLUGIN_UNKNOWN_UUID = CORPUS / "hami-654-ascend-device-plugin-allocate-parse-pod-annotation-unknown-uuid-istio-sidecar-2024" / "paste.log"
+
+
+@pytest.mark.parametrize(("src", "want"), [(PLUGIN_NPU_SMI, "ENV056"), (PLUGIN_UNKNOWN_UUID, "ENV322")])
+def test_the_kubelets_admission_error_yields_to_the_rule_that_reads_the_plugins_message(tmp_path, src, want):
+    from msdoctor.checks.logs import yields_to_task
+    from msdoctor.commands.logs import headline_finding, signature_findings
+    from msdoctor.facts.logs import collect
+
+    assert yields_to_task("ENV322", ["ENV322", "ENV056"])
+    assert not yields_to_task("ENV322", ["ENV322", "ENV050", "ENV097"])  # a code family, a guess
+    (tmp_path / "log.txt").write_bytes(src.read_bytes())
+    facts, _ = collect([str(tmp_path)])
+    head = headline_finding(signature_findings(facts.get_known("logs.hits")))
+    assert head is not None and head.rule == want
