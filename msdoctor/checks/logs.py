@@ -72,6 +72,13 @@ USER_FUNCTION_WRAPPERS = frozenset({"DATA011"})
 # `parse pod annotation error: unknown uuid: `, HAMi #654) the wrapper keeps its reading.
 ADMISSION_WRAPPERS = frozenset({"ENV322"})
 
+# A launcher's report that a worker died of a signal (msrun's `Worker process N exit with exception. Error code: -11.`,
+# ENV329: a native crash in the worker) says that it crashed, not in what: a specific rule of another area in the same
+# log that names the crashing component (an operator kernel, a compiler pass, a ggml CPU op) says what failed, and the
+# report yields to it like a statement rule — even when the launcher's line carries the only time stamp. Alone (a
+# crash while garbage-collecting at exit, HyperParallel #253) it keeps its reading.
+LAUNCHER_SIGNAL_REPORTS = frozenset({"ENV329"})
+
 
 # A rule whose line an HCCL report prints in the TraceBack of another, named failure: that failure is what went
 # wrong and the echo yields to it. `Transport init error … Create Dest error! creakLink para:rank[15]…dst_rank[1]`
@@ -166,7 +173,8 @@ SETTING_RULES: dict[str, frozenset[str]] = {"ENV824": frozenset({"NUM047"}), "EN
 
 def yields_to_task(rule: str, others: Iterable[str]) -> bool:
     """A model-stream wrapper beside a device-task rule (NUM, not a code family) of the same log yields to it;
-    a statement rule or a user-function wrapper beside a specific rule of another area yields to that rule;
+    a statement rule, a user-function wrapper or a launcher's signal report beside a specific rule of another area
+    yields to that rule;
     a rule listed in YIELDS_TO yields to the rules named there; a setting rule (SETTING_RULES) yields to any
     other rule but the failures it causes; an admission wrapper (ADMISSION_WRAPPERS) yields to any other catalogue
     rule that reads the wrapped message."""
@@ -180,12 +188,13 @@ def yields_to_task(rule: str, others: Iterable[str]) -> bool:
 
         generic = family_rules()
         return any(o != rule and o not in generic and not o.endswith(("097", "099")) for o in others)
-    if rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES and rule not in USER_FUNCTION_WRAPPERS:
+    if (rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES and rule not in USER_FUNCTION_WRAPPERS
+            and rule not in LAUNCHER_SIGNAL_REPORTS):
         return False
     from msdoctor.engine.codes import family_rules
 
     generic = family_rules()
-    if rule in STATEMENT_RULES or rule in USER_FUNCTION_WRAPPERS:
+    if rule in STATEMENT_RULES or rule in USER_FUNCTION_WRAPPERS or rule in LAUNCHER_SIGNAL_REPORTS:
         return any(o[:-3] != rule[:-3] and o not in generic and not o.endswith(("097", "099")) for o in others)
     return any(o.startswith("NUM") and o not in generic and o not in MODEL_STREAM_WRAPPERS for o in others)
 
