@@ -161,7 +161,12 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # send message fail`, COMM154): the process had ended while its AIV collectives
                                         # ran — HCCL's HCCL_OP_EXPANSION_MODE page, Ctrl+C — and the faults are its
                                         # aftermath
-                                        "NUM139": frozenset({"COMM154"})}  # fmt: skip
+                                        "NUM139": frozenset({"COMM154"}),
+                                        # CANN's TBE compile daemons reporting `main process disappeared` while the
+                                        # interpreter shuts down a job that never shut its engine / Ray down (vLLM's
+                                        # LLMEngine.__del__ at exit, TBE's own daemon_process cleanup traceback):
+                                        # exit-time noise of that unclean exit, not a kill (vllm-ascend #198, verl #3316)
+                                        "MEM016": frozenset({"ENV311"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
