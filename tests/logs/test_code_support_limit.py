@@ -79,3 +79,25 @@ def test_tiling_error_code_alone_heads_as_operator_input(tmp_path):
     rc = _headline(tmp_path, "RuntimeError: npu_foo:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:62 NPU function "
                              "error: call aclnnFooBar failed, error code is 561002\n")
     assert rc["rule"] == "NUM030" and "ACLNN_ERR_INNER_TILING_ERROR" in rc["message"]
+
+
+@pytest.mark.parametrize(
+    ("line", "rule", "meaning"),
+    [
+        # the runtime error reference's own examples (mirror-cann/runtime docs/zh/error_code_ref), with the code
+        # in front as the runtime prints it: a context mismatch is the environment's, as 107003
+        ("EE1010: MemCopy2DAsync execution failed because stream does not belong to the current context. Extended "
+         "information: stream_id=61, stream_ctx=0x56519b7e0ee0, cur_ctx=0x5651a0428090.", "ENV050", "another context"),
+        # host / scheduling resources, as EE1013 and EE1023
+        ("EE1021: The runtime module failed to create host semaphore through API sem_init.", "MEM040", "host resource"),
+        ("EE1019: Allocating task info failed. Reason: The number of pending tasks in the stream exceeds the limit.",
+         "MEM040", "room for tasks"),
+        # an invalid argument stays the operator family's (the corpus's EE1003 cases are kernel launches refused for
+        # an op's empty input, which NUM049 reads); the reference's own example
+        ("EE1003: rtsStreamSetAttribute failed because value -5 for parameter stmAttrId is invalid. Expected value: "
+         "[0, 5).", "NUM030", "outside its valid range"),
+    ],
+)
+def test_runtime_reference_codes_report_their_own_meaning(tmp_path, line, rule, meaning):
+    rc = _headline(tmp_path, line + "\n")
+    assert rc["rule"] == rule and meaning in rc["message"]
