@@ -101,3 +101,16 @@ def test_tiling_error_code_alone_heads_as_operator_input(tmp_path):
 def test_runtime_reference_codes_report_their_own_meaning(tmp_path, line, rule, meaning):
     rc = _headline(tmp_path, line + "\n")
     assert rc["rule"] == rule and meaning in rc["message"]
+
+
+@pytest.mark.parametrize(
+    ("code", "name"),
+    [("561101", "ACLNN_ERR_INNER_CREATE_EXECUTOR"), ("561103", "ACLNN_ERR_INNER_NULLPTR"),
+     ("561106", "ACLNN_ERR_INNER_INVALID_IMPL_MODE")],
+)
+def test_aclnn_inner_codes_name_their_documented_status(code, name):
+    # aclnn Return Codes, Table 2: the exact status, not the 561 family's generic text; the family's rule stays
+    from msdoctor.engine.codes import lookup
+
+    info = lookup(code)
+    assert info is not None and info.meaning.startswith(name) and info.rule == "ENV050"
