@@ -21,7 +21,7 @@ off). A case a family rule heads, with no other expected rule, has nothing switc
 with and without those cases.
 
 `--keep-coded` keeps on, for a case, the rules that `msdoctor/data/cann_codes.toml` routes an exact code of the
-case's log to (EI0004 → RT009, 107001 → RT013): that routing is the documented code table, not a rule written for
+case's log to (EI0004 → RT009, 107002 → ENV082): that routing is the documented code table, not a rule written for
 the case, and a real first sighting of the documented code meets it. Without the option those rules are switched
 off like any other, and a case whose documented code routes to its headline rule goes to the family's rule
 (EI0004 → COMM080), which no real log gets: a lower bound. The two figures bracket the first-sighting rate.
@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -166,26 +165,21 @@ def _without(full: Any, off: set[str]) -> Any:
     return sigs
 
 
-_CODE_RE = re.compile(r"(?<![0-9A-Za-z])(E[0-9A-Z][0-9]{4}|[1-5][0-9]{5})(?![0-9A-Za-z])")
-
-
 def coded_rules(case_dir: Path) -> frozenset[str]:
-    """The rules the code table routes an exact code of this case's log to (`[codes.X]` / `[acl_codes]` entries
-    that name a rule other than their family's): what `--keep-coded` leaves on."""
-    from msdoctor.engine import codes
+    """The rules the code table routes an exact code of this case's log to (a listed code whose rule is not a
+    code-family rule; `msdoctor.engine.codes.lookup`): what `--keep-coded` leaves on. The codes are found with the
+    engine's own code grammar (`msdoctor.engine.evaluate._CODE_RE`)."""
+    from msdoctor.engine.codes import family_rules, lookup
+    from msdoctor.engine.evaluate import _CODE_RE
 
-    d = codes._data()
-    exact = {**d.get("codes", {}), **d.get("acl_codes", {})}
-    fams = {**d.get("families", {}), **d.get("acl_families", {})}
+    generic = family_rules()
     found: set[str] = set()
     for f in sorted(case_dir.iterdir()):
         if f.name == "SOURCE.md" or not f.is_file():
             continue
-        text = f.read_text(encoding="utf-8", errors="replace")
-        for code in set(_CODE_RE.findall(text)):
-            entry = exact.get(code)
-            info = codes.lookup(code) if entry and entry.get("rule") else None
-            if info is not None and info.rule != str((fams.get(info.family) or {}).get("rule")):
+        for code in set(_CODE_RE.findall(f.read_text(encoding="utf-8", errors="replace"))):
+            info = lookup(code)
+            if info is not None and info.known and info.rule not in generic:
                 found.add(info.rule)
     return frozenset(found)
 

@@ -181,27 +181,25 @@ def yields_to_task(rule: str, others: Iterable[str]) -> bool:
     a statement rule, a user-function wrapper or a launcher's signal report beside a specific rule of another area
     yields to that rule;
     a rule listed in YIELDS_TO yields to the rules named there; a setting rule (SETTING_RULES) yields to any
-    other rule but the failures it causes; an admission wrapper (ADMISSION_WRAPPERS) yields to any other catalogue
-    rule that reads the wrapped message."""
+    other rule but the failures it causes; an admission wrapper (ADMISSION_WRAPPERS) yields to any other specific
+    rule of the log, of any area (the one that reads the message it wraps)."""
     if rule in YIELDS_TO:
         return any(o in YIELDS_TO[rule] for o in others)
     if rule in SETTING_RULES:
         rest = [o for o in others if o != rule]
         return bool(rest) and not any(o in SETTING_RULES[rule] for o in rest)
-    if rule in ADMISSION_WRAPPERS:
-        from msdoctor.engine.codes import family_rules
-
-        generic = family_rules()
-        return any(o != rule and o not in generic and not o.endswith(("097", "099")) for o in others)
-    if (rule not in MODEL_STREAM_WRAPPERS and rule not in STATEMENT_RULES and rule not in USER_FUNCTION_WRAPPERS
-            and rule not in LAUNCHER_SIGNAL_REPORTS):
+    beside_other_area = rule in STATEMENT_RULES or rule in USER_FUNCTION_WRAPPERS or rule in LAUNCHER_SIGNAL_REPORTS
+    if not beside_other_area and rule not in ADMISSION_WRAPPERS and rule not in MODEL_STREAM_WRAPPERS:
         return False
     from msdoctor.engine.codes import family_rules
 
     generic = family_rules()
-    if rule in STATEMENT_RULES or rule in USER_FUNCTION_WRAPPERS or rule in LAUNCHER_SIGNAL_REPORTS:
-        return any(o[:-3] != rule[:-3] and o not in generic and not o.endswith(("097", "099")) for o in others)
-    return any(o.startswith("NUM") and o not in generic and o not in MODEL_STREAM_WRAPPERS for o in others)
+    if rule in MODEL_STREAM_WRAPPERS:
+        return any(o.startswith("NUM") and o not in generic and o not in MODEL_STREAM_WRAPPERS for o in others)
+    specific = [o for o in others if o not in generic and not o.endswith(("097", "099"))]
+    if beside_other_area:
+        return any(o[:-3] != rule[:-3] for o in specific)
+    return any(o != rule for o in specific)  # an admission wrapper
 
 
 def is_collective_timeout(e: Mapping[str, Any]) -> bool:
