@@ -129,8 +129,11 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # vLLM-Ascend's `Mooncake transfer failed for send requests` (COMM072)
                                         # printed because the handshake could not resolve the peer's address
                                         # (`failed to get IP address of peer server …`, RT011): the address
-                                        # configuration is the cause (Mooncake #2161)
-                                        "COMM072": frozenset({"RT011"}),
+                                        # configuration is the cause (Mooncake #2161); Mooncake's `Failed to
+                                        # connect to target: …, status: 103900` whose ADXL message says the peer
+                                        # is the local device itself (`not support connect with self device`,
+                                        # COMM708): two processes on one NPU, not an unreachable peer (Mooncake #2300)
+                                        "COMM072": frozenset({"RT011", "COMM708"}),
                                         # a PTOAS validation program killed by SIGSEGV says only that it crashed;
                                         # the samples of the same run that printed their device exception or
                                         # their wrong output say what the kernel did (PTOAS #704, #761, #837)

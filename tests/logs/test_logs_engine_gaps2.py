@@ -490,3 +490,22 @@ def test_the_kubelets_admission_error_yields_to_the_rule_that_reads_the_plugins_
     facts, _ = collect([str(tmp_path)])
     head = headline_finding(signature_findings(facts.get_known("logs.hits")))
     assert head is not None and head.rule == want
+
+
+def test_a_mooncake_connect_failure_yields_to_adxls_refusal_of_a_link_to_the_same_npu(tmp_path):
+    """Mooncake #2300: `Failed to connect to target: …, status: 103900` (COMM072, an unreachable peer or missing
+    ADXL prerequisites) whose ADXL message says `not support connect with self device` (COMM708): the two ends are
+    on one NPU. Alone (vllm-ascend #5635) the connect failure keeps its reading."""
+    from msdoctor.checks.logs import yields_to_task
+    from msdoctor.commands.logs import headline_finding, signature_findings
+    from msdoctor.facts.logs import collect
+
+    assert yields_to_task("COMM072", ["COMM072", "COMM708"]) and not yields_to_task("COMM072", ["COMM072", "NUM030"])
+    for case, want in [("mooncake-2300-ascend-direct-910b-same-device-connect-103900-self-device-2026", "COMM708"),
+                       ("vllm-ascend-5635-mooncake-failed-to-connect-segment-103900-1p1d-2026", "COMM072")]:
+        d = tmp_path / case
+        d.mkdir()
+        (d / "log.txt").write_text((CORPUS / case / "log.txt").read_text(encoding="utf-8"), encoding="utf-8")
+        facts, _ = collect([str(d)])
+        head = headline_finding(signature_findings(facts.get_known("logs.hits")))
+        assert head is not None and head.rule == want, (case, head)
