@@ -114,3 +114,14 @@ def test_aclnn_inner_codes_name_their_documented_status(code, name):
 
     info = lookup(code)
     assert info is not None and info.meaning.startswith(name) and info.rule == "ENV050"
+
+
+def test_repeat_finalize_code_routes_to_the_lifecycle_rule(tmp_path):
+    # ACL_ERROR_REPEAT_FINALIZE (acl_base.h: 100037, "重复去初始化"): a second aclFinalize in one process is the
+    # integration's lifecycle (ENV841), not an operator that failed on the device (the generic code reading, NUM030)
+    from msdoctor.engine.codes import lookup
+
+    info = lookup("100037")
+    assert info is not None and info.meaning.startswith("ACL_ERROR_REPEAT_FINALIZE") and info.rule == "ENV841"
+    rc = _headline(tmp_path, "aclFinalize failed, error code is 100037\n")
+    assert rc["rule"] == "ENV841"
