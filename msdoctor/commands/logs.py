@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from msdoctor.checks.logs import SETTING_RULES
+from msdoctor.checks.logs import SETTING_RULES, first_unclassified
 from msdoctor.engine.catalogue import load_catalogue
 from msdoctor.engine.evaluate import finding_from_hit, run_checks
 from msdoctor.engine.facts import Facts
@@ -272,6 +272,22 @@ def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
     return role == "consequence" or (head.severity.value == "warning" and role not in ("root", None))
 
 
+def _consequence_after_unknown(rc: Mapping[str, Any], findings: list[Finding], facts: Facts) -> str | None:
+    """The headline rule when it is a consequence whose first line comes after, in the same file, the exception
+    line of a traceback that no rule recognises, and no other rule read an error or a warning; else None. (Only ``role = "consequence"``
+    rules: a warning heads only when no error does.)"""
+    head = next((f for f in findings if f.rule == rc.get("rule")), None)
+    if head is None or head.data.get("role") != "consequence" or not head.evidence or not facts.is_known("logs.ranks"):
+        return None
+    if any(f.rule != head.rule and f.severity is not Severity.INFO for f in findings):
+        return None  # another rule read an error or a warning: the verdict among them is the usual one
+    e = first_unclassified(facts)
+    first = head.evidence[0]
+    if e is None or not e.get("frames") or e.get("file") != first.file or not int(e.get("line") or 0) < int(first.line or 0):
+        return None  # only a Python exception that ends its traceback (a CANN plog line before it is its own chain)
+    return head.rule
+
+
 def _as_context(findings: list[Finding], rules: frozenset[str] | set[str]) -> list[Finding]:
     """The findings of ``rules`` stepped down to info: context beside the error that heads the verdict."""
     return [dataclasses.replace(f, severity=Severity.INFO) if f.rule in rules else f for f in findings]
@@ -334,7 +350,13 @@ def run(args: argparse.Namespace) -> int:
               "message": fb.message, "fix": fb.fix, "evidence": [x.to_dict() for x in fb.evidence],
               "consequences": rc.get("consequences", []), "chain": rc.get("chain", []), "named_culprit": False,
               "classified_by": "wording"}  # fmt: skip
-    if (rc.get("rule") is None or weak) and facts.is_known("logs.ranks"):
+    # a consequence that heads only because the error printed before it is one no rule knows and whose wording
+    # names no area (vllm-ascend #2723: TBE's `main process disappeared` at the exit of a server whose engine had
+    # died of an unknown exception): that earlier error is what failed, the consequence goes beside it
+    after = _consequence_after_unknown(rc, findings, facts) if weak_head and not fallback else None
+    if after is not None:
+        findings = _as_context(findings, {after})
+    if (rc.get("rule") is None or weak or after) and facts.is_known("logs.ranks"):
         e = first_unclassified(facts)
         if e is not None and fallback:  # no rule knows it, but its wording names the area (X099, a warning)
             fb = fallback[0]  # (beside a headline that is only a warning or a consequence, the error says more)
@@ -355,6 +377,9 @@ def run(args: argparse.Namespace) -> int:
             hint = frames_hint([str(p) for p in e.get("frames") or []])
             if hint is not None:  # where it was raised: a hint for the reader, too weak for a verdict
                 rc["reason"] += f"; it was raised in {hint[0]} code (`{hint[1]}`): a hint where to look, not a cause"
+            if after:
+                rc["reason"] += f"; after it, {after} (a consequence, not the cause)"
+                rc["beside"] = after
     undetermined = rc.get("rule") is None and rc.get("verdict") != "unrecognised-error"
     if (undetermined or (weak_head and rc.get("classified_by") != "wording")) and facts.is_known("logs.ranks"):
         # the only error is a traceback cut before its exception line (beside it at most a warning or a
