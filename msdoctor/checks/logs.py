@@ -100,6 +100,10 @@ LAUNCHER_SIGNAL_REPORTS = frozenset({"ENV329"})
 # refusal `No GPU found. A GPU is needed for quantization.` (ENV047) where both are printed: the refusal names what
 # the job asked of it (MagicQuill #15); without it ENV806 reads the consequence that follows (Ascend/pytorch #10).
 YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
+                                        # MindSpore's `RANK_ID has not been exported` in a HyperParallel job
+                                        # that a PyTorch launcher started: the backend choice is the cause
+                                        # (hyper-parallel #740)
+                                        "RT003": frozenset({"ENV883"}),
                                         "NUM010": frozenset({"COMM079", "ENV973"}), "NUM008": frozenset({"COMM079", "ENV973", "NUM068"}),
                                         "ENV806": frozenset({"ENV047"}),
                                         # triton's `Failed to compile …/launcher_cxx11abi1.cxx, error: In file
@@ -814,6 +818,33 @@ def with_first_failure(rc: Mapping[str, Any], e: Mapping[str, Any], kill_rule: s
         out["reason"] = f"{out['reason']}; torchrun's failure summary names the first observed failure: {words} ({where})"
     return out
 
+
+
+# -- MindSpore's launch variables asked for in a HyperParallel job (rule ENV883) ---------------------------
+
+RANK_ENV_RULE = "RT003"  # MindSpore's `Environment variables RANK_ID has not been exported` (or DEVICE_ID / No hccl mode)
+HYPER_PARALLEL_RULE = "ENV884"  # a line naming HyperParallel or a frame of its `hyper_parallel` package
+
+
+@check_params()
+def hyper_parallel_mindspore_backend(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """ENV883: MindSpore's rank-table variable check failed in a file that also shows HyperParallel: msrun
+    exports RANK_ID for MindSpore jobs, so a HyperParallel run without it was started by a PyTorch launcher
+    and HyperParallel chose its MindSpore backend (HYPER_PARALLEL_PLATFORM unset, MindSpore importable)."""
+    facts.need("logs.hits")
+    marks = _rule_lines(facts, HYPER_PARALLEL_RULE)
+    for c in sorted(_rule_lines(facts, RANK_ENV_RULE), key=lambda x: int(x.get("line") or 0)):
+        near = [m for m in marks if m.get("file") == c.get("file")]
+        if not near:
+            continue
+        m = min(near, key=lambda x: abs(int(x.get("line") or 0) - int(c.get("line") or 0)))
+        msg = (f"MindSpore's launch check failed (`{_quote(c)}`, {c.get('file')}:{c.get('line')}) in a HyperParallel "
+               f"job (line {m.get('line')}): HyperParallel chose its MindSpore backend for a run started as a PyTorch "
+               f"job — set HYPER_PARALLEL_PLATFORM=torch")  # fmt: skip
+        evidence = tuple(x for x in ((_ev(c),) if m is c or m.get("line") == c.get("line") else (_ev(c), _ev(m))) if x)
+        yield Hit(message=msg, evidence=evidence, rank=c.get("prank"), step=None,
+                  data={"role": "root", "check_line": c.get("line"), "marker_line": m.get("line")})  # fmt: skip
+        return
 
 
 # -- a native crash right after the profiler stopped (rule ENV300) ----------------------------------------

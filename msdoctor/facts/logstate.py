@@ -494,6 +494,9 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
                     and not RAISE_OPEN_RE.search(pre.text)):
                 level_error = True  # a plain paste: a line with error words is the error
                 st.recognised += 1
+            prose = piece[: len(piece) - len(pre.text)] if pre.text and piece.endswith(pre.text) else ""
+            if prose and CJK_RE.search(prose):
+                _prose_context(st, spec, prose, lineno, ts_lookup)
             piece, rank = pre.text, pre.rank
             if pre.level is not None:  # a log line by its prefix (glog, MindIE, vLLM …) even if its message is not
                 st.recognised += 1
@@ -507,6 +510,28 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             rec = parse_line(piece)
             if rec.time is not None:
                 ts_lookup = _stamp(rec.time, rec.ts_text)
+
+# Context rules whose words may stand in the prose a paste puts before an embedded exception (an issue title:
+# `使用HyperParallel进行LlamaFactory FSDP2 … sft报错RuntimeError: Environment variables RANK_ID has not been exported`).
+# That prose is stripped as a prefix before the line is matched (the error is what follows it); these info rules
+# still read it, so a check can pair the error with the stack the user names (ENV883: HyperParallel, ENV884).
+PROSE_CONTEXT_RULES = frozenset({"ENV884"})
+CJK_RE = re.compile(r"[\u3400-\u9fff]")
+
+
+def _prose_context(st: _FileState, spec: ScanSpec, prose: str, lineno: int, ts_lookup: TsLookup) -> None:
+    for sm in spec.sigs.match(prose):
+        if sm.rule.id not in PROSE_CONTEXT_RULES or sm.rule.severity.value != "info":
+            continue
+        ts, ts_text = ts_lookup()
+        ev = _event(sm.rule.id, sm.rule.role, "info", lineno, prose.strip(), ts, ts_text, sm.groups)
+        h = st.hits.get(sm.rule.id)
+        if h is None:
+            st.hits[sm.rule.id] = {"count": 1, "first": ev, "last": ev, "pids": {"-1": 1}, "loud": True}
+        else:
+            h["count"] += 1
+            h["last"] = ev
+
 
 def _stamp(ts: float, ts_text: str | None) -> TsLookup:
     return lambda: (ts, ts_text)
