@@ -15,6 +15,7 @@ from typing import Any
 
 from msdoctor.engine.catalogue import Rule
 from msdoctor.engine.evaluate import SignatureSet
+from msdoctor.errors import CatalogueError
 from msdoctor.facts.logformats import (
     CPP_TERMINATE_RE,
     CPP_WHAT_RE,
@@ -193,11 +194,18 @@ class ScanSpec:
         parts: list[bytes] = list(GENERIC_MARKERS)
         if self.paste:
             parts.append(PASTE_ERROR_RE.pattern.encode("utf-8"))
-        for _rule, sg, anchor in self.sigs.entries:
+        for rule, sg, anchor in self.sigs.entries:
             if anchor:
                 parts.append(re.escape(anchor.encode("utf-8")))
             else:  # no literal to anchor on: the whole pattern joins the pre-filter
-                parts.append(_bytes_pattern(sg.pattern))
+                part = _bytes_pattern(sg.pattern)
+                try:
+                    re.compile(part)
+                except re.error as exc:  # a str-only escape (`\u4e00`): the pre-filter reads bytes
+                    raise CatalogueError(f"{sg.source or rule.id}: signature pattern {sg.pattern[:80]!r} has no literal to "
+                                         f"anchor on and does not compile as the bytes pre-filter ({exc}): write "
+                                         f"non-ASCII characters literally, not as \\u escapes") from None  # fmt: skip
+                parts.append(part)
         # Longest first so a long anchor is not shadowed by its own prefix; duplicates removed.
         uniq = sorted(set(parts), key=len, reverse=True)
         return re.compile(b"|".join(uniq), re.M)
@@ -524,13 +532,27 @@ def _prose_context(st: _FileState, spec: ScanSpec, prose: str, lineno: int, ts_l
         if sm.rule.id not in PROSE_CONTEXT_RULES or sm.rule.severity.value != "info":
             continue
         ts, ts_text = ts_lookup()
-        ev = _event(sm.rule.id, sm.rule.role, "info", lineno, prose.strip(), ts, ts_text, sm.groups)
-        h = st.hits.get(sm.rule.id)
-        if h is None:
-            st.hits[sm.rule.id] = {"count": 1, "first": ev, "last": ev, "pids": {"-1": 1}, "loud": True}
-        else:
-            h["count"] += 1
-            h["last"] = ev
+        _tally(st, sm.rule.id, _event(sm.rule.id, sm.rule.role, "info", lineno, prose.strip(), ts, ts_text, sm.groups),
+               sm.groups, None)  # fmt: skip
+
+
+def _tally(st: _FileState, rule_id: str, ev: dict[str, Any], groups: dict[str, str], pid: int | None) -> None:
+    """Count one line of a rule in the file's hits: first and last line, the values parsed, the writers."""
+    h = st.hits.get(rule_id)
+    if h is None:
+        h = st.hits[rule_id] = {"count": 1, "first": ev, "last": ev, "pids": {}}
+    else:
+        h["count"] += 1
+        h["last"] = ev
+    if not ev.get("logged_as"):
+        h["loud"] = True  # one line of the rule logged as an error is enough for the rule's own severity
+    vals = h.setdefault("values", {})  # every value the rule's lines parsed, first seen (not only the first line's)
+    for k, v in groups.items():
+        if v and k not in vals and len(vals) < 16:
+            vals[k] = str(v)[:200]
+    key = str(pid if pid is not None else -1)  # a console echoes its workers' lines: count by writer
+    if key in h["pids"] or len(h["pids"]) < 64:
+        h["pids"][key] = h["pids"].get(key, 0) + 1
 
 
 def _stamp(ts: float, ts_text: str | None) -> TsLookup:
@@ -701,21 +723,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
                         logged_as=level if quiet else None)
             if prank is not None:
                 ev["prank"] = prank
-        h = st.hits.get(rule.id)
-        if h is None:
-            h = st.hits[rule.id] = {"count": 1, "first": ev, "last": ev, "pids": {}}
-        else:
-            h["count"] += 1
-            h["last"] = ev
-        if not ev.get("logged_as"):
-            h["loud"] = True  # one line of the rule logged as an error is enough for the rule's own severity
-        vals = h.setdefault("values", {})  # every value the rule's lines parsed, first seen (not only the first line's)
-        for k, v in sm.groups.items():
-            if v and k not in vals and len(vals) < 16:
-                vals[k] = str(v)[:200]
-        pid = str(rec.pid if rec.pid is not None else -1)  # a console echoes its workers' lines: count by writer
-        if pid in h["pids"] or len(h["pids"]) < 64:
-            h["pids"][pid] = h["pids"].get(pid, 0) + 1
+        _tally(st, rule.id, ev, sm.groups, rec.pid)
         if rule.severity.value != "info" and ev.get("role") in ("root", "consequence"):
             classified = True
             st.add_anomaly(ev)
