@@ -135,12 +135,14 @@ def test_shape_injection_raises_mindspores_own_error(train_run):
     for rank in (0, 1):
         text = log(run_dir, f"worker_{rank}.log")
         excs = events(run_dir, rank, "exception")
-        if "ValueError: For BatchMatMul" in text:
+        if "ValueError: For BatchMatMul" in text or excs:
+            # the watchdog's event is written before Python prints the traceback: msrun may end this worker while
+            # it prints (its log then stops inside the frames, CI 2026-12-05 on a loaded host), the event stays
             (exc,) = excs
             assert exc["type"] == "ValueError" and "BatchMatMul" in exc["message"]
             raised.append(rank)
         else:  # msrun ends the other worker as soon as one fails: on a loaded host it may not have compiled yet
-            assert excs == [] and "Traceback" not in text, text[-2000:]
+            assert "Traceback" not in text, text[-2000:]
     assert raised, _failure(run_dir, res)
 
 
