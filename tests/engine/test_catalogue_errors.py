@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from msdoctor.engine.catalogue import load_from, parse_rule
+from msdoctor.engine.catalogue import load_catalogue, load_from, parse_rule
+from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.errors import CatalogueError
+from msdoctor.facts.logstate import ScanSpec
 
 GOOD = """
 id = "COMM999"
@@ -95,3 +97,25 @@ def test_every_shipped_pattern_compiles():
             except CatalogueError as exc:
                 bad.append(str(exc))
     assert n > 1000 and not bad, bad
+
+
+# The scanner's pre-filter is a bytes regex: a signature with no literal to anchor on joins it whole, so a pattern
+# written with a str-only escape (`\u4e00`) compiled as a rule but crashed `msdoctor logs` with a traceback (round 53,
+# collector h53-l). It is a catalogue error naming the rule and saying how to write it.
+def _with_pattern(pattern: str):
+    return parse_rule(GOOD.replace("abc(?P<rank>\\d+)", pattern), "rules/comm/COMM999.toml")
+
+
+def test_a_str_only_escape_without_anchor_is_a_catalogue_error_naming_the_rule():
+    with pytest.raises(CatalogueError, match=r"COMM999\.toml.*literally"):
+        ScanSpec(SignatureSet([_with_pattern(r"(?<![A-Za-z])[\u3400-\u9fff]{1,8}OOM")]))
+
+
+def test_the_same_characters_written_literally_build():
+    spec = ScanSpec(SignatureSet([_with_pattern("(?<![A-Za-z])[㐀-鿿]{1,8}OOM")]))
+    assert spec.prefilter.search("任然OOM".encode()) is not None
+
+
+@pytest.mark.parametrize("paste", [False, True])
+def test_the_shipped_catalogue_builds_its_prefilter(paste):
+    assert ScanSpec(SignatureSet(load_catalogue().select(kind="signature")), paste=paste).prefilter.pattern
