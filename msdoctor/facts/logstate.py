@@ -519,17 +519,16 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             if rec.time is not None:
                 ts_lookup = _stamp(rec.time, rec.ts_text)
 
-# Context rules whose words may stand in the prose a paste puts before an embedded exception (an issue title:
-# `使用HyperParallel进行LlamaFactory FSDP2 … sft报错RuntimeError: Environment variables RANK_ID has not been exported`).
-# That prose is stripped as a prefix before the line is matched (the error is what follows it); these info rules
-# still read it, so a check can pair the error with the stack the user names (ENV883: HyperParallel, ENV884).
-PROSE_CONTEXT_RULES = frozenset({"ENV884"})
+# The prose a paste puts before an embedded exception (an issue title: `使用HyperParallel进行LlamaFactory FSDP2 …
+# sft报错RuntimeError: Environment variables RANK_ID has not been exported`) is stripped as a prefix before the line
+# is matched (the error is what follows it); the info rules (context, never a verdict) still read it, so a check can
+# pair the error with the stack the user names (ENV883 with ENV884's HyperParallel).
 CJK_RE = re.compile(r"[\u3400-\u9fff]")
 
 
 def _prose_context(st: _FileState, spec: ScanSpec, prose: str, lineno: int, ts_lookup: TsLookup) -> None:
     for sm in spec.sigs.match(prose):
-        if sm.rule.id not in PROSE_CONTEXT_RULES or sm.rule.severity.value != "info":
+        if sm.rule.severity.value != "info":
             continue
         ts, ts_text = ts_lookup()
         _tally(st, sm.rule.id, _event(sm.rule.id, sm.rule.role, "info", lineno, prose.strip(), ts, ts_text, sm.groups),
