@@ -1,0 +1,61 @@
+"""The last code pages of the CANN troubleshooting guide's error-code folder (hicann/docs docs/troubleshooting/zh/
+error-codes): E30004, E39001, EL0018 and EM9002, read by what each code means (msdoctor/data/cann_codes.toml).
+
+E30004 and E39001 are E3 codes, whose family reads as an AI CPU kernel that failed (NUM030); neither is one: E30004 is
+a damaged process binary on the device behind an ECC memory error (the device, as E30009), E39001 an argument of the
+device-side process service (the E39 codes are the environment's). EL0018 is host memory, not device memory: the fix
+must say so. EM9002 keeps its family's reading with its own meaning. The message texts are the guide's own."""
+
+from __future__ import annotations
+
+import pytest
+
+from msdoctor.engine.codes import lookup
+from tests.conftest import run_cli
+
+
+@pytest.mark.parametrize(
+    ("code", "family", "rule"),
+    [
+        ("E30004", "E3", "ENV050"), ("E39001", "E3", "ENV050"), ("EL0018", "EL", "MEM040"), ("EM9002", "EM", "ENV050"),
+    ],
+)
+def test_codes_by_meaning(code, family, rule):
+    info = lookup(code)
+    assert info is not None and info.family == family and info.rule == rule and info.known
+
+
+def test_unlisted_ai_cpu_code_keeps_the_family_reading():
+    # the narrower readings are the listed codes only: another E3 code still reads as an AI CPU kernel failure
+    info = lookup("E30099")
+    assert info.rule == "NUM030" and not info.known
+
+
+def test_host_memory_code_fix_is_about_host_memory():
+    info = lookup("EL0018")
+    assert "host memory" in info.meaning and "host memory" in info.fix
+    # the family's fix (device memory: batch size, recompute) is not the one given
+    assert "device memory" not in info.fix
+
+
+def _headline(tmp_path, text: str) -> dict:
+    p = tmp_path / "paste.log"
+    p.write_text(text, encoding="utf-8")
+    return run_cli("logs", "--json", str(p)).json()["root_cause"]
+
+
+@pytest.mark.parametrize(
+    ("line", "rule", "said"),
+    [
+        ("[PID: 7] 2026-01-01-00:00:00.000.000 NN_Process_Bin_Error(E30004): The binary file of the user processes on "
+         "the device is damaged.", "ENV050", "ECC"),
+        ("E39001: [PID: 7] 2026-01-01-00:00:00.000.000 The argument is invalid.", "ENV050", "invalid length"),
+        ("[PID: 7] 2026-01-01-00:00:00.000.000 Resource_Error_Insufficient_Host_Memory(EL0018): Failed to allocate "
+         "1024 bytes host memory requested by hdc module.", "MEM040", "host memory"),
+        ("[PID: 7] 2026-01-01-00:00:00.000.000 Inner_Error_Queue_Scheduler_Init_Failed(EM9002): Failed to initialize "
+         "the queue_schedule process.", "ENV050", "queue_schedule"),
+    ],
+)
+def test_guide_messages_headline(tmp_path, line, rule, said):
+    rc = _headline(tmp_path, line + "\n")
+    assert rc["rule"] == rule and said in rc["message"]
