@@ -59,3 +59,41 @@ def _headline(tmp_path, text: str) -> dict:
 def test_guide_messages_headline(tmp_path, line, rule, said):
     rc = _headline(tmp_path, line + "\n")
     assert rc["rule"] == rule and said in rc["message"]
+
+
+# GE's external return codes (ge_error_codes.h): three-digit families with GE's own words, under the aclError digits
+@pytest.mark.parametrize(
+    ("code", "family", "rule", "word"),
+    [
+        ("145000", "145", "ENV050", "GE_PARAM_INVALID"),  # the existing exact meaning stays
+        ("145002", "145", "ENV050", "path"), ("145006", "145", "ENV050", "truncated"),
+        # a dynamic input, batch, format, shape or dtype GE refuses at execute is what the caller passed
+        ("145011", "145", "NUM030", "input"), ("145012", "145", "NUM030", "size"), ("145013", "145", "NUM030", "gears"),
+        ("145020", "145", "NUM030", "format"), ("145021", "145", "NUM030", "shape"), ("145022", "145", "NUM030", "type"),
+        ("245000", "245", "MEM040", "memory"), ("245001", "245", "MEM040", "memory"),
+        ("545001", "545", "ENV050", "load"), ("545005", "545", "ENV050", "kernel"),
+        # unlisted codes of the families keep the family's reading
+        ("145099", "145", "ENV050", "GE refused"), ("545099", "545", "ENV050", "internal error of GE"),
+    ],
+)
+def test_ge_return_codes(code, family, rule, word):
+    info = lookup(code)
+    assert info is not None and info.family == family and info.rule == rule and word in info.meaning
+    assert info.known == (not code.endswith("099"))
+
+
+def test_other_one_digit_acl_codes_keep_their_family():
+    # 148049 (ASCEND_OPP_PATH) and 100000 are not GE's: the three-digit families do not take them
+    assert lookup("148049").family == "1" and lookup("100000").family == "1"
+
+
+@pytest.mark.parametrize(
+    ("line", "rule", "said"),
+    [
+        ("aclmdlExecute failed, error code is 145012", "NUM030", "DYNAMIC_INPUT_LENGTH_INVALID"),
+        ("load model from file failed, errorCode is 545005", "ENV050", "KERNEL_PARTITION"),
+    ],
+)
+def test_ge_return_code_headline(tmp_path, line, rule, said):
+    rc = _headline(tmp_path, line + "\n")
+    assert rc["rule"] == rule and said in rc["message"]
