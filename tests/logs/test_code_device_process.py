@@ -97,3 +97,30 @@ def test_other_one_digit_acl_codes_keep_their_family():
 def test_ge_return_code_headline(tmp_path, line, rule, said):
     rc = _headline(tmp_path, line + "\n")
     assert rc["rule"] == rule and said in rc["message"]
+
+
+# the rest of the runtime's return-code table (rt_error_codes.h)
+@pytest.mark.parametrize(
+    ("code", "rule", "word"),
+    [
+        ("107000", "ENV050", "RT_PARAM_INVALID"), ("107017", "ENV050", "handle"),
+        ("207005", "MEM040", "resource"), ("207008", "MEM040", "stream"),
+        ("207013", "ENV050", "queue"), ("207015", "ENV050", "repeated"),
+        ("507001", "NUM030", "task scheduler"),
+        # the code's own words name another area than a failed device task
+        ("507021", "PERF010", "profiling"), ("507027", "ENV050", "not registered"), ("507009", "ENV050", "task type"),
+        ("507040", "ENV050", "die"),
+    ],
+)
+def test_runtime_return_codes(code, rule, word):
+    info = lookup(code)
+    assert info is not None and info.known and info.rule == rule and word in info.meaning
+
+
+def test_context_release_error_yields_to_the_failure_before_it(tmp_path):
+    # Ascend samples#16 (tests/realworld/logs/ascend-samples-16-…): the reset after a failed set device prints 507007;
+    # the headline stays on the device that could not be opened
+    assert lookup("507007").role == "consequence"
+    rc = _headline(tmp_path, "[INFO]  acl init success\n[ERROR]  acl set device 0 failed, errorCode = 507033\n"
+                             "[ERROR]  reset device 0 failed, errorCode = 507007\n")
+    assert rc["rule"] == "ENV096"
