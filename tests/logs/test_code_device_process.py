@@ -124,3 +124,30 @@ def test_context_release_error_yields_to_the_failure_before_it(tmp_path):
     rc = _headline(tmp_path, "[INFO]  acl init success\n[ERROR]  acl set device 0 failed, errorCode = 507033\n"
                              "[ERROR]  reset device 0 failed, errorCode = 507007\n")
     assert rc["rule"] == "ENV096"
+
+
+# compile-side codes the corpus's real logs print with their own message
+@pytest.mark.parametrize(
+    ("code", "rule", "word"),
+    [
+        ("EC0010", "ENV050", "Python module"), ("E40000", "ENV050", "te/tbe"), ("E40001", "ENV050", "environment variable"),
+        ("E40002", "ENV050", "Python version"), ("E40021", "ENV050", "compile an operator"), ("E40024", "ENV050", "Python"),
+        ("E20001", "ENV050", "compile"), ("E20002", "ENV050", "ASCEND_OPP_PATH"), ("E16005", "ENV050", "domain_version"),
+        ("E90003", "ENV050", "constraint"),
+        # a graph output larger than the buffer the caller allocated: the caller's output (as E13031)
+        ("E10404", "NUM030", "buffer"),
+    ],
+)
+def test_compile_side_codes(code, rule, word):
+    info = lookup(code)
+    assert info is not None and info.known and info.rule == rule and word in info.meaning
+
+
+def test_the_reason_under_a_failed_compiler_start_is_the_headline(tmp_path):
+    # channy-notes-atc-ec0010-… : EC0010 says which module is missing; ENV259 ("could not initialise TeFusion") is its
+    # consequence, printed after it
+    rc = _headline(tmp_path, "EC0010: [PID: 129520] 2025-07-08-10:25:28.680.962 Failed to import Python module "
+                             "[ModuleNotFoundError: No module named 'decorator'.].\n"
+                             "        TraceBack (most recent call last):\n"
+                             "        Failed to initialize TeConfigInfo.[FUNC:TeInnerErrMessageReport]\n")
+    assert rc["rule"] == "ENV050" and "Python module" in rc["message"] and "decorator" in rc["message"]
