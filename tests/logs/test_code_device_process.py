@@ -151,3 +151,23 @@ def test_the_reason_under_a_failed_compiler_start_is_the_headline(tmp_path):
                              "        TraceBack (most recent call last):\n"
                              "        Failed to initialize TeConfigInfo.[FUNC:TeInnerErrMessageReport]\n")
     assert rc["rule"] == "ENV050" and "Python module" in rc["message"] and "decorator" in rc["message"]
+
+
+# the rest of aclnn's return-code tables
+@pytest.mark.parametrize(
+    ("code", "rule", "word"),
+    [
+        ("161001", "NUM030", "nullptr"), ("361001", "NUM030", "runtime"),
+        ("561108", "ENV050", "kernel library"), ("561112", "ENV050", "binary kernel library"),
+        ("561114", "ENV050", "attributes"), ("561119", "ENV050", "block dim"),
+        ("561116", "NUM030", "32 inputs"),
+    ],
+)
+def test_aclnn_return_codes(code, rule, word):
+    info = lookup(code)
+    assert info is not None and info.known and info.rule == rule and word in info.meaning
+
+
+def test_aclnn_catch_all_stays_unlisted():
+    # 561000 ACLNN_ERR_INNER is aclnn's catch-all: listed, it would outrank the line that says what failed
+    assert not lookup("561000").known
