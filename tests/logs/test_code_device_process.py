@@ -171,3 +171,18 @@ def test_aclnn_return_codes(code, rule, word):
 def test_aclnn_catch_all_stays_unlisted():
     # 561000 ACLNN_ERR_INNER is aclnn's catch-all: listed, it would outrank the line that says what failed
     assert not lookup("561000").known
+
+
+# operator-check codes printed as errCode dictionaries / `In op[…]` lines
+@pytest.mark.parametrize(
+    ("code", "rule", "word"),
+    [
+        ("E80000", "NUM030", "parameter"), ("E80012", "NUM030", "dimensions"), ("E80029", "NUM030", "shapes"),
+        ("E60108", "NUM030", "prebuild"),
+        # the op cannot be compiled this way at all: a constraint of the op, not of the inputs
+        ("E61001", "ENV050", "single-op compilation"),
+    ],
+)
+def test_operator_check_codes(code, rule, word):
+    info = lookup(code)
+    assert info is not None and info.known and info.rule == rule and word in info.meaning
