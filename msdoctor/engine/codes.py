@@ -74,11 +74,29 @@ def _info(code: str, family: str, fam: dict[str, Any], exact: dict[str, Any] | N
     )  # fmt: skip
 
 
+_ACL_NAME_RE = re.compile(r"(ACL_ERROR_[A-Z0-9_]{3,60}):")
+
+
+@cache
+def _acl_names() -> dict[str, str]:
+    """The ACL return-code names the data's meanings open with (``ACL_ERROR_RT_SOC_VERSION: …`` → ``507008``)."""
+    out: dict[str, str] = {}
+    for num, entry in _data().get("acl_codes", {}).items():
+        m = _ACL_NAME_RE.match(str(entry.get("meaning", "")))
+        if m:
+            out.setdefault(m.group(1), str(num))
+    return out
+
+
 @cache
 def lookup(code: str) -> CodeInfo | None:
-    """The family (and exact meaning where listed) of a CANN code ``E…`` or an ACL return code ``NNNNNN``."""
+    """The family (and exact meaning where listed) of a CANN code ``E…``, an ACL return code ``NNNNNN`` or its
+    name ``ACL_ERROR_…`` (as acl.h / rt_error_codes.h spell it; a name the data does not list is not looked up)."""
     d = _data()
     code = code.strip().upper()
+    if code.startswith("ACL_ERROR_"):
+        num = _acl_names().get(code)
+        return lookup(num) if num else None
     if len(code) == 6 and code[0] == "E" and code[2:].isdigit():
         fam = d.get("families", {}).get(code[:2])
         if fam is None:
