@@ -100,21 +100,15 @@ def test_ge_return_code_headline(tmp_path, line, rule, said):
 
 
 # the rest of the runtime's return-code table (rt_error_codes.h)
-@pytest.mark.parametrize(
-    ("code", "rule", "word"),
-    [
-        ("107000", "ENV050", "RT_PARAM_INVALID"), ("107017", "ENV050", "handle"),
-        ("207005", "MEM040", "resource"), ("207008", "MEM040", "stream"),
-        ("207013", "ENV050", "queue"), ("207015", "ENV050", "repeated"),
-        ("507001", "NUM030", "task scheduler"),
-        # the code's own words name another area than a failed device task
-        ("507021", "PERF010", "profiling"), ("507027", "ENV050", "not registered"), ("507009", "ENV050", "task type"),
-        ("507040", "ENV050", "die"),
-    ],
-)
-def test_runtime_return_codes(code, rule, word):
-    info = lookup(code)
-    assert info is not None and info.known and info.rule == rule and word in info.meaning
+RUNTIME_RETURN = [
+    ("107000", "ENV050", "RT_PARAM_INVALID"), ("107017", "ENV050", "handle"),
+    ("207005", "MEM040", "resource"), ("207008", "MEM040", "stream"),
+    ("207013", "ENV050", "queue"), ("207015", "ENV050", "repeated"),
+    ("507001", "NUM030", "task scheduler"),
+    # the code's own words name another area than a failed device task
+    ("507021", "PERF010", "profiling"), ("507027", "ENV050", "not registered"), ("507009", "ENV050", "task type"),
+    ("507040", "ENV050", "die"),
+]
 
 
 def test_context_release_error_yields_to_the_failure_before_it(tmp_path):
@@ -127,20 +121,14 @@ def test_context_release_error_yields_to_the_failure_before_it(tmp_path):
 
 
 # compile-side codes the corpus's real logs print with their own message
-@pytest.mark.parametrize(
-    ("code", "rule", "word"),
-    [
-        ("EC0010", "ENV050", "Python module"), ("E40000", "ENV050", "te/tbe"), ("E40001", "ENV050", "environment variable"),
-        ("E40002", "ENV050", "Python version"), ("E40021", "ENV050", "compile an operator"), ("E40024", "ENV050", "Python"),
-        ("E20001", "ENV050", "compile"), ("E20002", "ENV050", "ASCEND_OPP_PATH"), ("E16005", "ENV050", "domain_version"),
-        ("E90003", "ENV050", "constraint"),
-        # a graph output larger than the buffer the caller allocated: the caller's output (as E13031)
-        ("E10404", "NUM030", "buffer"),
-    ],
-)
-def test_compile_side_codes(code, rule, word):
-    info = lookup(code)
-    assert info is not None and info.known and info.rule == rule and word in info.meaning
+COMPILE_SIDE = [
+    ("EC0010", "ENV050", "Python module"), ("E40000", "ENV050", "te/tbe"), ("E40001", "ENV050", "environment variable"),
+    ("E40002", "ENV050", "Python version"), ("E40021", "ENV050", "compile an operator"), ("E40024", "ENV050", "Python"),
+    ("E20001", "ENV050", "compile"), ("E20002", "ENV050", "ASCEND_OPP_PATH"), ("E16005", "ENV050", "domain_version"),
+    ("E90003", "ENV050", "constraint"),
+    # a graph output larger than the buffer the caller allocated: the caller's output (as E13031)
+    ("E10404", "NUM030", "buffer"),
+]
 
 
 def test_the_reason_under_a_failed_compiler_start_is_the_headline(tmp_path):
@@ -154,18 +142,12 @@ def test_the_reason_under_a_failed_compiler_start_is_the_headline(tmp_path):
 
 
 # the rest of aclnn's return-code tables
-@pytest.mark.parametrize(
-    ("code", "rule", "word"),
-    [
-        ("161001", "NUM030", "nullptr"), ("361001", "NUM030", "runtime"),
-        ("561108", "ENV050", "kernel library"), ("561112", "ENV050", "binary kernel library"),
-        ("561114", "ENV050", "attributes"), ("561119", "ENV050", "block dim"),
-        ("561116", "NUM030", "32 inputs"),
-    ],
-)
-def test_aclnn_return_codes(code, rule, word):
-    info = lookup(code)
-    assert info is not None and info.known and info.rule == rule and word in info.meaning
+ACLNN_RETURN = [
+    ("161001", "NUM030", "nullptr"), ("361001", "NUM030", "runtime"),
+    ("561108", "ENV050", "kernel library"), ("561112", "ENV050", "binary kernel library"),
+    ("561114", "ENV050", "attributes"), ("561119", "ENV050", "block dim"),
+    ("561116", "NUM030", "32 inputs"),
+]
 
 
 def test_aclnn_catch_all_stays_unlisted():
@@ -174,15 +156,15 @@ def test_aclnn_catch_all_stays_unlisted():
 
 
 # operator-check codes printed as errCode dictionaries / `In op[…]` lines
-@pytest.mark.parametrize(
-    ("code", "rule", "word"),
-    [
-        ("E80000", "NUM030", "parameter"), ("E80012", "NUM030", "dimensions"), ("E80029", "NUM030", "shapes"),
-        ("E60108", "NUM030", "prebuild"),
-        # the op cannot be compiled this way at all: a constraint of the op, not of the inputs
-        ("E61001", "ENV050", "single-op compilation"),
-    ],
-)
-def test_operator_check_codes(code, rule, word):
+OPERATOR_CHECK = [
+    ("E80000", "NUM030", "parameter"), ("E80012", "NUM030", "dimensions"), ("E80029", "NUM030", "shapes"),
+    ("E60108", "NUM030", "prebuild"),
+    # the op cannot be compiled this way at all: a constraint of the op, not of the inputs
+    ("E61001", "ENV050", "single-op compilation"),
+]
+
+
+@pytest.mark.parametrize(("code", "rule", "word"), RUNTIME_RETURN + COMPILE_SIDE + ACLNN_RETURN + OPERATOR_CHECK)
+def test_listed_code_routes_with_its_meaning(code, rule, word):
     info = lookup(code)
     assert info is not None and info.known and info.rule == rule and word in info.meaning
