@@ -273,18 +273,24 @@ def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
 
 
 def _consequence_after_unknown(rc: Mapping[str, Any], findings: list[Finding], facts: Facts) -> str | None:
-    """The headline rule when it is a consequence whose first line comes after, in the same file, the exception
-    line of a traceback that no rule recognises, and no other rule read an error or a warning; else None. (Only ``role = "consequence"``
-    rules: a warning heads only when no error does.)"""
+    """The headline rule when it says less than a Python exception no rule recognises, in the same file, and no
+    other rule read an error or a warning; else None. That is a consequence whose first line comes after the
+    exception's, or a warning that heads only alone (``role = "info"``: a loopback transfer-engine host, a slow
+    64-bit operator) wherever it is printed. (A root warning keeps the headline: what fails after it may follow.)"""
     head = next((f for f in findings if f.rule == rc.get("rule")), None)
-    if head is None or head.data.get("role") != "consequence" or not head.evidence or not facts.is_known("logs.ranks"):
+    if head is None or not head.evidence or not facts.is_known("logs.ranks"):
+        return None
+    role = head.data.get("role")
+    if role != "consequence" and not (role == "info" and head.severity is Severity.WARNING):
         return None
     if any(f.rule != head.rule and f.severity is not Severity.INFO for f in findings):
         return None  # another rule read an error or a warning: the verdict among them is the usual one
     e = first_unclassified(facts)
     first = head.evidence[0]
-    if e is None or not e.get("frames") or e.get("file") != first.file or not int(e.get("line") or 0) < int(first.line or 0):
-        return None  # only a Python exception that ends its traceback (a CANN plog line before it is its own chain)
+    if e is None or not e.get("frames") or e.get("file") != first.file:
+        return None  # only a Python exception that ends its traceback (a CANN plog line is its own chain)
+    if role == "consequence" and not int(e.get("line") or 0) < int(first.line or 0):
+        return None  # a consequence printed first keeps the headline
     return head.rule
 
 
@@ -378,7 +384,11 @@ def run(args: argparse.Namespace) -> int:
             if hint is not None:  # where it was raised: a hint for the reader, too weak for a verdict
                 rc["reason"] += f"; it was raised in {hint[0]} code (`{hint[1]}`): a hint where to look, not a cause"
             if after:
-                rc["reason"] += f"; after it, {after} (a consequence, not the cause)"
+                head = next((f for f in findings if f.rule == after), None)
+                if head is not None and head.data.get("role") == "consequence":
+                    rc["reason"] += f"; after it, {after} (a consequence, not the cause)"
+                else:
+                    rc["reason"] += f"; beside it, {after} (a warning, context rather than the cause)"
                 rc["beside"] = after
     undetermined = rc.get("rule") is None and rc.get("verdict") != "unrecognised-error"
     if (undetermined or (weak_head and rc.get("classified_by") != "wording")) and facts.is_known("logs.ranks"):

@@ -6,6 +6,8 @@ a consequence printed first, or after a CANN plog line (no traceback), keeps the
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import run_cli
 
 # vllm-ascend #2723's engine traceback (real lines) with its last line's message replaced by one no rule knows (the
@@ -47,3 +49,25 @@ def test_a_consequence_printed_before_the_exception_keeps_the_headline(tmp_path)
 def test_a_plog_line_before_the_consequence_is_not_a_python_exception(tmp_path):
     rc = _report(tmp_path, PLOG + TBE)["root_cause"]
     assert rc["rule"] == "MEM016"
+
+
+# chiro2001's Mooncake evidence log (tests/realworld/logs/chiro-dsv41-evidence-mooncake-…-127-0-0-1-…): the real line of
+# an engine that advertises a loopback host; in a single-host test that is right, so RT049 is context
+LOOPBACK = "I1009 05:17:38.395398    77 transfer_engine_impl.cpp:115] Transfer Engine parseHostNameWithPort. server_name: 127.0.0.1 port: 12001\n"
+
+
+# torch_npu's once-per-operator warning (real line, tests/rules/fixtures/PERF029.log): a slower run, not a failure
+SLOW_OP = "  [W AddKernelNpu.cpp:80] Warning: The oprator of add is executed, Currently High Accuracy but Low Performance OP with 64-bit has been used, Please Do Some Cast at Python F\n"
+
+
+@pytest.mark.parametrize(("line", "rule"), [(LOOPBACK, "RT049"), (SLOW_OP, "PERF029")])
+def test_a_warning_that_heads_only_alone_is_context_beside_an_unknown_exception(tmp_path, line, rule):
+    rep = _report(tmp_path, line + ENGINE)
+    rc = rep["root_cause"]
+    assert rc["verdict"] == "unrecognised-error" and rc["rule"] is None and "Quibble state QX_7" in rc["reason"]
+    assert rc["beside"] == rule and "a warning, context" in rc["reason"]
+    assert {f["rule"]: f["severity"] for f in rep["findings"]}.get(rule) == "info"
+
+
+def test_a_warning_that_heads_only_alone_still_heads_alone(tmp_path):
+    assert _report(tmp_path, SLOW_OP)["root_cause"]["rule"] == "PERF029"
