@@ -60,7 +60,12 @@ LOOPBACK = "I1009 05:17:38.395398    77 transfer_engine_impl.cpp:115] Transfer E
 SLOW_OP = "  [W AddKernelNpu.cpp:80] Warning: The oprator of add is executed, Currently High Accuracy but Low Performance OP with 64-bit has been used, Please Do Some Cast at Python F\n"
 
 
-@pytest.mark.parametrize(("line", "rule"), [(LOOPBACK, "RT049"), (SLOW_OP, "PERF029")])
+# torch_npu's CPU fallback of an operator (real line, tests/rules/fixtures/ENV086.log): "performance implications"
+CPU_FALLBACK = ("[W compiler_depend.ts:51] Warning: CAUTION: The operator 'aten::linalg_lstsq.out' is not currently supported on the NPU backend and will fall back to run on the CPU. This may have performance implications. (function npu_cpu_fallback)"
+                "\n")
+
+
+@pytest.mark.parametrize(("line", "rule"), [(LOOPBACK, "RT049"), (SLOW_OP, "PERF029"), (CPU_FALLBACK, "ENV086")])
 def test_a_warning_that_heads_only_alone_is_context_beside_an_unknown_exception(tmp_path, line, rule):
     rep = _report(tmp_path, line + ENGINE)
     rc = rep["root_cause"]
