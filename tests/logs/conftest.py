@@ -1,4 +1,5 @@
-"""Shared helpers for the `msdoctor logs` tests: the synthetic cluster generator and scanning spec."""
+"""Shared helpers for the `msdoctor logs` tests: the synthetic cluster generator, the scanning spec, and a pasted
+text run through `msdoctor logs --json`."""
 
 from __future__ import annotations
 
@@ -32,3 +33,17 @@ def spec():  # noqa: ANN201
     from msdoctor.facts.logscan import ScanSpec
 
     return ScanSpec(signature_set(load_catalogue()))
+
+
+def paste_report(tmp_path: Path, text: str) -> dict:
+    """`msdoctor logs --json` on ``text`` written as one pasted file: the whole report."""
+    from tests.conftest import run_cli
+
+    p = tmp_path / "paste.log"
+    p.write_text(text, encoding="utf-8")
+    return run_cli("logs", "--json", str(p)).json()
+
+
+def paste_root_cause(tmp_path: Path, text: str) -> dict:
+    """The report's ``root_cause`` for ``text`` pasted as one file."""
+    return paste_report(tmp_path, text)["root_cause"]

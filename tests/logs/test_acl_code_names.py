@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from msdoctor.engine.codes import lookup
-from tests.conftest import run_cli
+from tests.logs.conftest import paste_root_cause as _root
 
 
 @pytest.mark.parametrize(
@@ -30,12 +30,6 @@ def test_name_is_its_number(name, code, rule):
 def test_unlisted_name_is_not_read():
     assert lookup("ACL_ERROR_NONE") is None
     assert lookup("ACL_ERROR_NOT_A_CODE") is None
-
-
-def _root(tmp_path, text: str) -> dict:
-    p = tmp_path / "paste.log"
-    p.write_text(text, encoding="utf-8")
-    return run_cli("logs", "--json", str(p)).json()["root_cause"]
 
 
 def test_title_quoting_the_name_heads_by_the_code(tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from msdoctor.engine.codes import lookup
-from tests.conftest import run_cli
+from tests.logs.conftest import paste_root_cause as _headline
 
 
 @pytest.mark.parametrize(
@@ -36,12 +36,6 @@ def test_host_memory_code_fix_is_about_host_memory():
     assert "host memory" in info.meaning and "host memory" in info.fix
     # the family's fix (device memory: batch size, recompute) is not the one given
     assert "device memory" not in info.fix
-
-
-def _headline(tmp_path, text: str) -> dict:
-    p = tmp_path / "paste.log"
-    p.write_text(text, encoding="utf-8")
-    return run_cli("logs", "--json", str(p)).json()["root_cause"]
 
 
 @pytest.mark.parametrize(

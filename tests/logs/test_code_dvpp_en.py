@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from msdoctor.engine.codes import lookup
-from tests.conftest import run_cli
+from tests.logs.conftest import paste_root_cause as _headline
 
 
 @pytest.mark.parametrize(
@@ -39,12 +39,6 @@ def test_runtime_kernel_load_and_aicpu_timeout_codes():
     # E30008 keeps the AI CPU family's operator reading, with its own meaning
     e = lookup("E30008")
     assert e.rule == "NUM030" and e.known and "GetNext" in e.meaning
-
-
-def _headline(tmp_path, text: str) -> dict:
-    p = tmp_path / "paste.log"
-    p.write_text(text, encoding="utf-8")
-    return run_cli("logs", "--json", str(p)).json()["root_cause"]
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from msdoctor.engine.codes import support_limit
-from tests.conftest import run_cli
+from tests.logs.conftest import paste_root_cause as _headline
 
 
 @pytest.mark.parametrize(
@@ -29,13 +29,6 @@ from tests.conftest import run_cli
 )
 def test_support_limit_phrases(text, said):
     assert support_limit(text) == said
-
-
-def _headline(tmp_path, text: str) -> dict:
-    p = tmp_path / "paste.log"
-    p.write_text(text, encoding="utf-8")
-    r = run_cli("logs", "--json", str(p))
-    return r.json()["root_cause"]
 
 
 def test_operator_code_saying_platform_lacks_it_is_env(tmp_path):

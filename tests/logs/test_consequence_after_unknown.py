@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.logs.conftest import paste_report as _report
 
 # vllm-ascend #2723's engine traceback (real lines) with its last line's message replaced by one no rule knows (the
 # real message now has its rule, ENV828), then the real TBE line the helper printed at exit
@@ -25,12 +25,6 @@ TBE = "[ERROR] TBE Subprocess[task_distribute] raise error[], main process disap
 # a CANN plog error line (real, Paddle-Lite #7669) that no rule reads on its own: not a Python exception
 PLOG = ("[ERROR] GE(39944,ssd_detection_demo):2021-11-18-01:09:39.548.671 [ge_generator.cc:624]39944 GenerateModel: "
         "ErrorNo: 1343266819(Graph manager build graph failed.) [COMP][DEFAULT]Build model failed.\n")
-
-
-def _report(tmp_path, text):
-    log = tmp_path / "job.log"
-    log.write_text(text, encoding="utf-8")
-    return run_cli("logs", "--json", str(log)).json()
 
 
 def test_a_consequence_after_an_unknown_exception_goes_beside_it(tmp_path):
