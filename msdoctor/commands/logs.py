@@ -272,8 +272,8 @@ def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
     return role == "consequence" or (head.severity.value == "warning" and role not in ("root", None))
 
 
-def _consequence_after_unknown(rc: Mapping[str, Any], findings: list[Finding], facts: Facts) -> str | None:
-    """The headline rule when it says less than a Python exception no rule recognises, in the same file, and no
+def _consequence_after_unknown(rc: Mapping[str, Any], findings: list[Finding], facts: Facts) -> Finding | None:
+    """The headline finding when it says less than a Python exception no rule recognises, in the same file, and no
     other rule read an error or a warning; else None. That is a consequence whose first line comes after the
     exception's, or a warning that heads only alone (``role = "info"``: a loopback transfer-engine host, a slow
     64-bit operator) wherever it is printed. (A root warning keeps the headline: what fails after it may follow.)"""
@@ -291,7 +291,7 @@ def _consequence_after_unknown(rc: Mapping[str, Any], findings: list[Finding], f
         return None  # only a Python exception that ends its traceback (a CANN plog line is its own chain)
     if role == "consequence" and not int(e.get("line") or 0) < int(first.line or 0):
         return None  # a consequence printed first keeps the headline
-    return head.rule
+    return head
 
 
 def _as_context(findings: list[Finding], rules: frozenset[str] | set[str]) -> list[Finding]:
@@ -361,8 +361,8 @@ def run(args: argparse.Namespace) -> int:
     # died of an unknown exception): that earlier error is what failed, the consequence goes beside it
     after = _consequence_after_unknown(rc, findings, facts) if weak_head and not fallback else None
     if after is not None:
-        findings = _as_context(findings, {after})
-    if (rc.get("rule") is None or weak or after) and facts.is_known("logs.ranks"):
+        findings = _as_context(findings, {after.rule})
+    if (rc.get("rule") is None or weak or after is not None) and facts.is_known("logs.ranks"):
         e = first_unclassified(facts)
         if e is not None and fallback:  # no rule knows it, but its wording names the area (X099, a warning)
             fb = fallback[0]  # (beside a headline that is only a warning or a consequence, the error says more)
@@ -383,13 +383,12 @@ def run(args: argparse.Namespace) -> int:
             hint = frames_hint([str(p) for p in e.get("frames") or []])
             if hint is not None:  # where it was raised: a hint for the reader, too weak for a verdict
                 rc["reason"] += f"; it was raised in {hint[0]} code (`{hint[1]}`): a hint where to look, not a cause"
-            if after:
-                head = next((f for f in findings if f.rule == after), None)
-                if head is not None and head.data.get("role") == "consequence":
-                    rc["reason"] += f"; after it, {after} (a consequence, not the cause)"
+            if after is not None:
+                if after.data.get("role") == "consequence":
+                    rc["reason"] += f"; after it, {after.rule} (a consequence, not the cause)"
                 else:
-                    rc["reason"] += f"; beside it, {after} (a warning, context rather than the cause)"
-                rc["beside"] = after
+                    rc["reason"] += f"; beside it, {after.rule} (a warning, context rather than the cause)"
+                rc["beside"] = after.rule
     undetermined = rc.get("rule") is None and rc.get("verdict") != "unrecognised-error"
     if (undetermined or (weak_head and rc.get("classified_by") != "wording")) and facts.is_known("logs.ranks"):
         # the only error is a traceback cut before its exception line (beside it at most a warning or a
