@@ -253,6 +253,13 @@ def _cut_only(readable: list[dict[str, Any]]) -> bool:
             and not any(s.get("exceptions") for s in readable))  # fmt: skip
 
 
+def _holds_error(s: dict[str, Any]) -> bool:
+    """A scanned file holds an error: an error-level event (a rule's or one no rule knows), a Python exception or
+    a traceback."""
+    return bool(s.get("exceptions") or s.get("open_traceback") is not None or s.get("last_traceback") is not None
+                or any(e.get("severity") == "error" for e in s.get("first_events") or []))  # fmt: skip
+
+
 def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None,
             engine: str = "auto") -> tuple[Facts, LogScan]:  # fmt: skip
     """Scan the logs under ``paths``; facts for the checks plus the raw scan for the signature findings."""
@@ -278,6 +285,15 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         # before pip's traceback, `gmake: *** […] Error 2` before setup.py's): read them as a paste is read
         rescans = scan_files(files, ScanSpec(spec.sigs, engine="python", paste=True), jobs=1)
         if any(s.get("readable") and s.get("first_events") for s in rescans):
+            scans = [dict(s, paste=True) for s in rescans]
+    elif known and paste_sized and not any(map(_holds_error, readable)):
+        # a known grammar's lines and not one error among them: an issue's paste whose error is in a line of no
+        # grammar — the prose around the log (`… 执行过程中D节点输出kv cache传输失败`), a line a tool printed bare
+        # (`llama-box: error while loading shared libraries: libascend_dump.so: …` among gpustack's log lines).
+        # Those lines with error words are read as a plain paste's are, save a line that names its level (a Go
+        # daemon's `[INFO]`: ScanSpec.mixed); a text whose rescan finds no error either keeps its reading
+        rescans = scan_files(files, ScanSpec(spec.sigs, engine="python", paste=True, mixed=True), jobs=1)
+        if any(s.get("readable") and _holds_error(s) for s in rescans):
             scans = [dict(s, paste=True) for s in rescans]
     if not known and readable:
         unread = sum(1 for s in scans if not s.get("readable"))

@@ -145,6 +145,24 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             r"\berr!|(?<![A-Za-z0-9_:])[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)(?:\(|:| \()|(?:报错|失败|错误)[^\n]{0,300}?[A-Za-z]{3}|"
                             r"(?i:\b(?:exit|return) ?code:? ?-?[1-9][0-9]{0,3}\b)")  # fmt: skip
 
+# A level named in a line of no known grammar, near its start (`[2026-04-28 07:58:58.469699][INFO]`, `WARNING:root:`,
+# `mindocr.utils.callbacks INFO - epoch …`, `I0609 09:33:06.032086`, `Warning: tiling offset out of range`), or
+# Python's warnings module anywhere in it (`…/modeling_qwen2.py:126: TracerWarning: …`): see ScanSpec.mixed
+LEVEL_WORD_RE = re.compile(r"\b(?:INFO|DEBUG|TRACE|NOTICE|WARN(?:ING)?|[A-Z]?[a-z]*Warning)\b|^[IWD][0-9]{4} [0-9]{2}:[0-9]{2}")
+LEVEL_WORD_SPAN = 80
+PY_WARNING_RE = re.compile(r"\.py:[0-9]+: [A-Za-z]*Warning: ")
+# ... and the words that make such a line an error there: the paste vocabulary's plainer statements of failure
+# (not `Aborted request(s) … after the client closed it`, `npu is busy`, `too many`, a bare `WARN`, which a
+# tool's status line beside a known grammar says without failing)
+MIXED_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|err|fail(?:ed|ure|s)?|fatal|exception|cannot|can't|can not|"
+                            r"could ?n[o']t|unable|invalid|illegal|refused|denied|"
+                            r"not (?:found|supported|implemented|exist|enough|match(?:ed)?|compatible|available|registered)|"
+                            r"(?:does|do|is|are)(?: not|n't) (?:exist|match|support(?:ed)?)|no such|no module named|"
+                            r"has no attribute|undefined symbol|mismatch(?:ed|es)?|unsupport(?:ed)?|out of memory|"
+                            r"incompatible|time[ds]? ?out|timeout|(?:loss|norm)\W{0,4}(?:is\s)?-?nan|overflow)\b)|"
+                            r"[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)\b|报错|失败|错误|"
+                            r"(?i:expected\b.{1,80}\bbut (?:got|found|received))")
+
 # A traceback's source line that opens the exception it raises, its message on the next lines (`raise ImportError(`,
 # also after a prefix the scanner does not know): the template of a message, not an error line of a paste.
 RAISE_OPEN_RE = re.compile(r"\braise [\w.]{1,120}\(\s*$")
@@ -179,6 +197,10 @@ class ScanSpec:
     # A pasted excerpt in no known grammar (`NCCL WARN Connect to … failed`, a bare `torch_npu detected, but
     # NPU device is not available`): its lines with error words are read as errors (collect() rescans so).
     paste: bool = False
+    # A log of a known grammar that held no error, rescanned as a paste (collect()): a line of no grammar that
+    # still names its level (`[INFO]` of a Go daemon, `WARNING:root:`, `mindocr.utils.callbacks INFO -`) is that
+    # level's line, not an error, whatever words its message has
+    mixed: bool = False
     prefilter: re.Pattern[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -499,7 +521,10 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
                 if spec.paste:  # alone it makes no known grammar (the plain-paste reading decides the rest)
                     st.recognised += 1
             if (spec.paste and not level_error and pre.level is None and PASTE_ERROR_RE.search(pre.text)
-                    and not RAISE_OPEN_RE.search(pre.text)):
+                    and not RAISE_OPEN_RE.search(pre.text)
+                    and not (spec.mixed and (LEVEL_WORD_RE.search(pre.text, 0, LEVEL_WORD_SPAN)
+                                             or PY_WARNING_RE.search(pre.text)
+                                             or not MIXED_ERROR_RE.search(pre.text)))):
                 level_error = True  # a plain paste: a line with error words is the error
                 st.recognised += 1
             prose = piece[: len(piece) - len(pre.text)] if pre.text and piece.endswith(pre.text) else ""

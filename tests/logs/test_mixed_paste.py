@@ -1,0 +1,73 @@
+"""A log of a known grammar that holds no error, in an issue's paste whose error is a line of no grammar (the prose
+around the log, a line a tool printed bare): that line is read as a plain paste's line is, so the fallback and
+"unrecognised error" see it, where msdoctor used to say "no error or warning found". A line that names its own
+level (`[INFO]` of a Go daemon, Python's `…: TracerWarning:`) stays that level's line, and a log that holds an error
+by its level is read by levels only. Lines copied exactly from tests/realworld/logs/<case>/ (named beside each)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from msdoctor.checks.logs import unclassified_events
+from msdoctor.facts.logs import collect
+from msdoctor.wordinggen import stripped_catalogue
+from tests.conftest import run_cli
+
+# paddlespeech-4058-speech-server-npu-pad3d-only-constant-mode-reflect-2025: glog lines of Paddle's custom device
+GLOG = [
+    "I0414 15:31:43.721439 40448 init.cc:158] Finished in LoadCustomDevice with libs_path: "
+    "[/usr/local/lib/python3.9/dist-packages/paddle_custom_device]",
+    "I0414 15:31:43.721496 40448 init.cc:243] CustomDevice: npu, visible devices count: 8",
+]
+# the same case: the error, quoted in the issue's own sentence (cut at the page's end as the case has it)
+PROSE = ('NPU的paddle的镜像出现(Unimplemented) npu npu only support mode=constant right now,but received mode is '
+         'reflect . [Hint: Expected mode == "constant", but received mode:reflect != "constant":constant.] (at /p')
+# ascend-device-plugin-66-vnpu-vdev-activity-8255-destroyed-npu-smi-8005: a Go daemon's INFO line with "not exist"
+GO_INFO = ("[2026-04-28 07:58:58.469699][INFO]     157     kubeclient/kube_cache.go:124    "
+           "pod(chendan/quickstart-job-completion-task-0) is not exist in indexer")
+# qwen-ascend-llm-7-export-onnx-npu-killed-host-oom-2024: Python's warnings module ("can't", "incorrect")
+PY_WARNING = ("/root/qwen-ascend-llm/export/modeling_qwen2.py:126: TracerWarning: Converting a tensor to a Python "
+              "boolean might cause the trace to be incorrect. We can't record the data flow of Python values, so this "
+              "value will be treated as a constant in the future. This means that the trace might not generalize to "
+              "other inputs!")
+# mindspore-faq-…: an error by its level, MindSpore's own grammar
+ME_ERROR = ("[ERROR] ME(1,ffff,python):2024-01-01-00:00:00.000.000 [train.py:1] something went wrong")
+
+
+def _unclassified(tmp_path: Path, lines: list[str]) -> list[str]:
+    f = tmp_path / "paste.log"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    facts, _ = collect([str(f)], stripped_catalogue())  # no rule at all: only the reading of lines decides
+    return [e["text"] for e in unclassified_events(facts)]
+
+
+def test_the_error_in_prose_beside_a_quiet_log_is_read(tmp_path: Path) -> None:
+    texts = _unclassified(tmp_path, [*GLOG, PROSE])
+    assert len(texts) == 1 and "only support mode=constant" in texts[0]
+
+
+def test_a_line_that_names_its_level_is_not_an_error(tmp_path: Path) -> None:
+    assert _unclassified(tmp_path, [*GLOG, GO_INFO, PY_WARNING]) == []
+
+
+def test_a_log_with_an_error_by_its_level_is_read_by_levels(tmp_path: Path) -> None:
+    """The prose is not read as an error where the log already holds one: the log's own error is what failed."""
+    texts = _unclassified(tmp_path, [*GLOG, ME_ERROR, PROSE])
+    assert texts == ["something went wrong"] or texts == [ME_ERROR], texts
+
+
+def test_cli_says_the_error_instead_of_a_clean_bill(tmp_path: Path) -> None:
+    f = tmp_path / "paste.log"
+    f.write_text("\n".join([*GLOG, PROSE]) + "\n", encoding="utf-8")
+    r = run_cli("logs", "--json", str(f))
+    rc = r.json()["root_cause"]
+    assert rc.get("rule") or rc.get("verdict") == "unrecognised-error", rc
+    assert r.rc != 0 or rc.get("rule"), (r.rc, rc)
+    assert "nothing to correlate" not in str(rc.get("reason", ""))
+
+
+def test_a_quiet_log_without_error_words_stays_clean(tmp_path: Path) -> None:
+    f = tmp_path / "paste.log"
+    f.write_text("\n".join([*GLOG, GO_INFO]) + "\n", encoding="utf-8")
+    r = run_cli("logs", "--json", str(f))
+    assert r.rc == 0 and r.json()["root_cause"].get("rule") is None, r.out
