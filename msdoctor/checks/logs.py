@@ -173,7 +173,9 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # interpreter shuts down a job that never shut its engine / Ray down (vLLM's
                                         # LLMEngine.__del__ at exit, TBE's own daemon_process cleanup traceback):
                                         # exit-time noise of that unclean exit, not a kill (vllm-ascend #198, verl #3316)
-                                        "MEM016": frozenset({"ENV311"})}  # fmt: skip
+                                        # … and after the driver printed the run's final result (verl's
+                                        # `Final validation metrics`, a Ray Train `Result(…)`), ENV979 (verl #2012)
+                                        "MEM016": frozenset({"ENV311", "ENV979"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
@@ -880,4 +882,33 @@ def profiler_stop_crash(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit
                   data={"role": "root", "stop_line": s.get("line"), "crash_line": c.get("line")})  # fmt: skip
         # role root: the crash's frames may also match a signature rule of the same fault (ENV323's
         # `_PyInterpreterState_GET`); the stop-then-crash pair, earlier in the file, heads the verdict
+        return
+
+
+# -- TBE's "main process disappeared" after the driver reported the run's result (rule ENV979) -------------
+
+RUN_FINISHED_RULE = "ENV978"  # verl's `Final validation metrics: {…}`, a Ray Train `Result(… checkpoint=Checkpoint(…))`
+TBE_ORPHAN_RULE = "MEM016"  # CANN's TBE compile daemon: `TBE Subprocess[task_distribute] raise error[], main process disappeared!`
+
+
+@check_params(within_lines=int)
+def finished_then_tbe_orphan(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """ENV979: CANN's TBE compile daemons report their main process gone within a few lines AFTER the training
+    driver printed the run's final result, in the same file: the job had completed and its worker processes were
+    torn down under the daemons (an unclean exit, ENV311's reading), not killed from outside (MEM016)."""
+    facts.need("logs.hits")
+    marks, orphans = _rule_lines(facts, RUN_FINISHED_RULE), _rule_lines(facts, TBE_ORPHAN_RULE)
+    for o in sorted(orphans, key=lambda x: int(x.get("line") or 0)):
+        before = [m for m in marks if m.get("file") == o.get("file")
+                  and 0 < int(o.get("line") or 0) - int(m.get("line") or 0) <= params["within_lines"]]  # fmt: skip
+        if not before:
+            continue
+        m = before[-1]
+        msg = (f"CANN's TBE compile daemons report their main process gone (`{_quote(o)}`, {o.get('file')}:"
+               f"{o.get('line')}) {int(o.get('line') or 0) - int(m.get('line') or 0)} line(s) after the driver "
+               f"printed the run's final result (`{_quote(m)}`, line {m.get('line')}): the job had finished and its "
+               f"workers were torn down under the daemons at exit — shut Ray / the engine down explicitly at the "
+               f"end of the driver; nothing was killed")  # fmt: skip
+        yield Hit(message=msg, evidence=tuple(x for x in (_ev(m), _ev(o)) if x), rank=o.get("prank"), step=None,
+                  data={"role": "root", "finished_line": m.get("line"), "orphan_line": o.get("line")})  # fmt: skip
         return
