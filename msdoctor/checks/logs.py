@@ -252,9 +252,11 @@ SAME_FAULT_S = 10.0  # root errors this close to the first one are lines of the 
 # task that timed out (NUM011); likewise "an operator failed to compile" (ENV016) yields to the compiler's
 # check that says which input it refused (NUM037), as does MindSpore's per-kernel wrapper "Single op compile failed, op:"
 # (NUM073), and BiShengIR's "Failed to run BiShengHIR pipeline" (NUM024)
-# yields to the pass error that says why (a UB overflow, NUM037; an unknown chip, ENV711). Both choices of the most
-# specific line use it: a rank's root event here, the headline finding in commands/logs.py.
-BLOCK_GENERIC = frozenset({"NUM010", "ENV016", "NUM024", "NUM073"})
+# yields to the pass error that says why (a UB overflow, NUM037; an unknown chip, ENV711), and Triton's front-end
+# wrapper "CompilationError: at L:C:" (NUM045) to the exception it prints under the kernel source when a rule reads
+# that exception (the back end declares no fp8 types, ENV139). Both choices of the most specific line use it: a
+# rank's root event here, the headline finding in commands/logs.py.
+BLOCK_GENERIC = frozenset({"NUM010", "ENV016", "NUM024", "NUM073", "NUM045"})
 
 
 def _most_specific(roots: list[dict[str, Any]]) -> dict[str, Any]:
