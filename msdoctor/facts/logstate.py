@@ -133,6 +133,11 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             # certificate problem`, `Loss is nan` / `'grad_norm': nan`, `link status: DOWN`
                             r"(?:not|n't) support(?:s|ed)?|could ?n[o']t|already (?:exists?|been|in use|registered|created)|"
                             r"is full|too (?:small|large|big|many|few|long|short)|(?:smaller|greater|larger|bigger) than|"
+                            # what a thing lacks, said as a statement (round 55, the one-line FAQ pastes left unread:
+                            # `this channel doesn't have taskID 8845!`, `No suitable workers.`, `Some model parameters
+                            # are not in the checkpoint:`, `You should exec "export VC_TASK_INDEX=…" to configure …`)
+                            r"(?:does|do|did)(?: not|n't) have|no (?:suitable|valid|matching|available)\b|"
+                            r"(?:is|are) not in the|you (?:should|must|need to) (?:exec|run|set|export|configure|install)|"
                             r"must (?:be|input|have|not)|should be|missing(?! separate debuginfo)|conflict(?:s|ing)?|problem|"
                             r"err|oom|caution|not present|"
                             r"(?:loss|norm)\W{0,4}(?:is\s)?-?nan)\b)|\bDOWN\b|"

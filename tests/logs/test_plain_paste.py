@@ -47,6 +47,13 @@ WIDER = [
     "selfRef expected dtype is DT_INT32 but found DT_BFLOAT16.",  # vllm-ascend-1883-selfref-expected-dtype-int32-bf16-2025
     # vllm-ascend-7711-pd-hccn-conf-not-mounted-device-ip-not-set-2026
     "[RanktablCheck] 'device ip' is not set correctly, must be set when multi Server or HCCL INTRA ROCE ENABLE enabled",
+    # round 55: what a thing lacks, said as a statement
+    "this channel doesn't have taskID 8845!, Channel id 0",  # cann-doc-vpc-get-result-channel-doesnt-have-taskid-illegal-param-2025
+    "No suitable workers.",  # gpustack-1128-vllm-backend-amd64-only-label-selector-910b1-arm64-2025
+    # agentsdk-aura-faq-vc-task-index-host-index-not-configured-2026
+    'You should exec "export VC_TASK_INDEX={0|1|2...}" to configure the host index',
+    # fast-reid-202-some-model-parameters-not-in-checkpoint-2020 (its log's line without fastreid's logger prefix)
+    "Some model parameters are not in the checkpoint:",
 ]
 
 
