@@ -785,7 +785,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         open_frames = st.open_frames
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], None, [], None  # the exception closes it
         if not classified:
-            body = rec.message.strip() or next((v for k, v in banner.items() if "Stack" not in k), "")
+            body = rec.message.strip() or _banner_body(banner)
             frames = list(open_frames) or (frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None)
             st.add_anomaly(_event(None, "unclassified", "error", lineno, f"{rec.exc_type}: {body}".strip(),
                                   ts, ts_text, exc_type=rec.exc_type or "", prank=prank, frames=frames or None,
@@ -864,6 +864,17 @@ def _signal_name(n: int) -> str | None:
         return signal.Signals(n).name
     except ValueError:
         return None
+
+
+def _banner_body(banner: dict[str, str]) -> str:
+    """The text after a bare exception line (its banner's first section that is not a call stack), up to a line
+    that opens another traceback: vLLM prints a bare `AssertionError` and then, on the next prefixed line, the
+    same error's `Traceback (most recent call last):` again — that traceback is not the exception's message."""
+    text = next((v for k, v in banner.items() if "Stack" not in k), "")
+    cut = text.find(TB_HEADER)
+    if cut < 0:
+        return text
+    return text[: text.rfind("\n", 0, cut) + 1].strip()
 
 
 def _join_what(st: _FileState, text: str, rec: Any, lineno: int, next_line: Callable[[], str]) -> tuple[str, Any]:
