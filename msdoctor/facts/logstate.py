@@ -137,6 +137,7 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             # `this channel doesn't have taskID 8845!`, `No suitable workers.`, `Some model parameters
                             # are not in the checkpoint:`, `You should exec "export VC_TASK_INDEX=…" to configure …`)
                             r"(?:does|do|did)(?: not|n't) have|no (?:suitable|valid|matching|available)\b|"
+                            r"out of (?:range|bounds)|"  # `The DDR address of the MTE instruction is out of range` (a title)
                             r"(?:is|are) not in the|you (?:should|must|need to) (?:exec|run|set|export|configure|install)|"
                             r"must (?:be|input|have|not)|should be|missing(?! separate debuginfo)|conflict(?:s|ing)?|problem|"
                             r"err|oom|caution|not present|"

@@ -54,6 +54,8 @@ WIDER = [
     'You should exec "export VC_TASK_INDEX={0|1|2...}" to configure the host index',
     # fast-reid-202-some-model-parameters-not-in-checkpoint-2020 (its log's line without fastreid's logger prefix)
     "Some model parameters are not in the checkpoint:",
+    # vllm-ascend-7570-qwen35-397b-w8a8-mtp-fullgraph-title-mte-ddr-out-of-range-2026: an issue title quoting it
+    "[Bug][Qwen3.5][FullGraph]: The DDR address of the MTE instruction is out of range",
 ]
 
 
