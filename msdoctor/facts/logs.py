@@ -254,10 +254,11 @@ def _cut_only(readable: list[dict[str, Any]]) -> bool:
 
 
 def _holds_error(s: dict[str, Any]) -> bool:
-    """A scanned file holds an error: an error-level event (a rule's or one no rule knows), a Python exception or
-    a traceback."""
+    """A scanned file holds an error: an error-level event (a rule's or one no rule knows; among the first events
+    kept or the last ones, as a long log may fill the first with warnings), a Python exception or a traceback."""
+    events = [*(s.get("first_events") or []), *(s.get("since_progress") or [])]
     return bool(s.get("exceptions") or s.get("open_traceback") is not None or s.get("last_traceback") is not None
-                or any(e.get("severity") == "error" for e in s.get("first_events") or []))  # fmt: skip
+                or any(e.get("severity") == "error" for e in events))  # fmt: skip
 
 
 def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None,

@@ -2,7 +2,8 @@
 around the log, a line a tool printed bare): that line is read as a plain paste's line is, so the fallback and
 "unrecognised error" see it, where msdoctor used to say "no error or warning found". A line that names its own
 level (`[INFO]` of a Go daemon, Python's `…: TracerWarning:`) stays that level's line, and a log that holds an error
-by its level is read by levels only. Lines copied exactly from tests/realworld/logs/<case>/ (named beside each)."""
+by its level is read by levels only. Lines copied exactly from tests/realworld/logs/<case>/ (named beside each), save
+the two marked as made up."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ PY_WARNING = ("/root/qwen-ascend-llm/export/modeling_qwen2.py:126: TracerWarning
               "boolean might cause the trace to be incorrect. We can't record the data flow of Python values, so this "
               "value will be treated as a constant in the future. This means that the trace might not generalize to "
               "other inputs!")
-# mindspore-faq-…: an error by its level, MindSpore's own grammar
+# made up: an error by its level, in MindSpore's own grammar
 ME_ERROR = ("[ERROR] ME(1,ffff,python):2024-01-01-00:00:00.000.000 [train.py:1] something went wrong")
 
 
@@ -71,3 +72,19 @@ def test_a_quiet_log_without_error_words_stays_clean(tmp_path: Path) -> None:
     f.write_text("\n".join([*GLOG, GO_INFO]) + "\n", encoding="utf-8")
     r = run_cli("logs", "--json", str(f))
     assert r.rc == 0 and r.json()["root_cause"].get("rule") is None, r.out
+
+
+def test_an_error_after_many_warnings_still_counts(tmp_path: Path) -> None:
+    """A long log whose first events are all a rule's warnings and whose error comes late holds an error: its prose
+    is not read (only the first 40 events are kept at the start; the last ones are looked at too)."""
+    from msdoctor.engine.catalogue import load_catalogue
+
+    # tests/rules/fixtures/DATA002.log: MindSpore's slow-pipeline warning, a root warning rule's line
+    slow = ("[WARNING] MD(1,f,python):2023-03-25-15:29:14.801.601 [data_queue_op.cc:1] Bad performance attention, it "
+            "waits more than 25 seconds to fetch a batch of data from dataset pipeline.")
+    prose = "部署时报错 the frobnicator failed to start"  # made up: a prose line no rule knows
+    f = tmp_path / "paste.log"
+    f.write_text("\n".join([*GLOG, prose, *[slow] * 60, ME_ERROR]) + "\n", encoding="utf-8")
+    facts, _ = collect([str(f)], load_catalogue())
+    texts = [e["text"] for e in unclassified_events(facts)]
+    assert len(texts) == 1 and "something went wrong" in texts[0], texts
