@@ -262,8 +262,12 @@ def _holds_error(s: dict[str, Any]) -> bool:
 
 
 def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int | None = None,
-            engine: str = "auto") -> tuple[Facts, LogScan]:  # fmt: skip
-    """Scan the logs under ``paths``; facts for the checks plus the raw scan for the signature findings."""
+            engine: str = "auto", reread_quiet: bool = True) -> tuple[Facts, LogScan]:  # fmt: skip
+    """Scan the logs under ``paths``; facts for the checks plus the raw scan for the signature findings.
+
+    ``reread_quiet``: a text of a known grammar with no error in it is read again as a paste (its bare lines with
+    failure words are errors) — for a finished job or a pasted excerpt. A live job's logs (the watchdog's tail)
+    are quiet most of the time and print bare status lines: read by levels only, once."""
     files, skipped = discover(paths)
     if not files:
         raise InputError(f"{', '.join(paths)}: no log files found")
@@ -287,7 +291,7 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         rescans = scan_files(files, ScanSpec(spec.sigs, engine="python", paste=True), jobs=1)
         if any(s.get("readable") and s.get("first_events") for s in rescans):
             scans = [dict(s, paste=True) for s in rescans]
-    elif known and paste_sized and not any(map(_holds_error, readable)):
+    elif reread_quiet and known and paste_sized and not any(map(_holds_error, readable)):
         # a known grammar's lines and not one error among them: an issue's paste whose error is in a line of no
         # grammar — the prose around the log (`… 执行过程中D节点输出kv cache传输失败`), a line a tool printed bare
         # (`llama-box: error while loading shared libraries: libascend_dump.so: …` among gpustack's log lines).

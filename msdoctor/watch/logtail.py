@@ -194,7 +194,8 @@ class LogTail:
         from msdoctor.facts.logs import collect
 
         try:
-            facts, _ = collect(paths, self.catalogue, jobs=1, engine="python")
+            # a running job: no second reading of a quiet log (a bare status line is not a failed rank)
+            facts, _ = collect(paths, self.catalogue, jobs=1, engine="python", reread_quiet=False)
         except (InputError, OSError):
             return self.verdict
         ev = run_checks(self.catalogue.select(source="log", kind="check"), facts)

@@ -79,3 +79,16 @@ def test_a_one_process_jobs_console_is_rank_0(tmp_path: Path) -> None:
     console.write_bytes((FIX / "shape_console_excerpt.log").read_bytes())
     found = {(f.rule, f.rank) for f in LogTail([], console, started=time.time(), console_rank=0).poll()}
     assert ("PAR001", 0) in found
+
+
+def test_a_bare_status_line_in_a_running_job_is_no_failed_rank(tmp_path: Path) -> None:
+    """`msdoctor logs` reads a quiet log's bare lines with failure words as errors (an issue's paste); the live
+    tail does not: a healthy job prints such lines (made up here), and its correlation must name no failed rank."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    info = "[INFO] ME(1,ffff,python):2024-01-01-00:00:0{}.000.000 [train.py:1] step {} loss 2.3\n"
+    (logs / "worker_0.log").write_text(info.format(0, 1) + "the frobnicator failed to start\n" + info.format(1, 2))
+    (logs / "worker_1.log").write_text(info.format(0, 1))
+    tail = LogTail([logs], None, started=0)
+    tail.poll()
+    assert tail.correlate(force=True) == []
