@@ -127,6 +127,13 @@ def lookup(code: str) -> CodeInfo | None:
 # (llama.cpp CANN, the aclnn forum; 2 of 2 corpus cases ENV) and `AclNN_Parameter_Error(EZ1001):
 # ADD_TO_LAUNCHER_LIST_AICORE failed` — aclnn could not add an AI Core kernel for this dtype/SoC to its launch list,
 # the op binary is not there (10 of 10 corpus cases with the phrase are ENV).
+# Added 2026-12-05 from the keep-coded leave-out's NUM030 misleaders (aclnn's own words for a kernel or dtype this
+# SoC/package lacks; corpus cases whose files hold the phrase, by label): `Cannot find bin of op X, integral key …`
+# (5 ENV), a kernel's JSON under `…/kernel/config/ascend910b/` it cannot parse (1 ENV), `should be in dtype support
+# list []` — no dtype at all on this SoC (2 ENV), `… is not supported on this/the current …` (10 ENV), `not support
+# under keep type mode` (2 ENV), `Io input dtype or format is not supported` (1 ENV), EZ1009's `The dtype or format
+# of the actual input or output parameter …` (1 ENV). Not a bare `not implemented for DT_X` (7 ENV, 7 NUM: a
+# model that passes a dtype the op never takes is a model bug).
 SUPPORT_LIMIT_RE = re.compile(
     r"support for ascend\w* (?:is )?not implemented|ADD_TO_LAUNCHER_LIST_AICORE"
     r"|soc ?version|(?:this|current) (?:platform|soc|chip|product) (?:only )?(?:does not |doesn't |only )?support"
@@ -135,7 +142,10 @@ SUPPORT_LIMIT_RE = re.compile(
     r"|init env failed|No parser is registered|no ops kernel|op store"
     r"|(?:opp|op|kernel) (?:package|path|pkg) (?:is )?not (?:found|exist|installed)|ASCEND_OPP_PATH|JitCompile"
     r"|not installed|version (?:mismatch|does not match|not match)"
-    r"|please (?:upgrade|update|install) (?:the )?(?:cann|driver|firmware|toolkit|kernels|torch_npu)",
+    r"|please (?:upgrade|update|install) (?:the )?(?:cann|driver|firmware|toolkit|kernels|torch_npu)"
+    r"|cannot find bin(?:ary)? (?:of|for) op|/kernel/config/|dtype support list \[\]"
+    r"|is not supported on (?:this|the current)|not support(?:ed)? under|(?:dtype|format) is not supported"
+    r"|dtype or format of the actual",
     re.IGNORECASE,
 )
 
