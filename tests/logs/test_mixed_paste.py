@@ -88,3 +88,15 @@ def test_an_error_after_many_warnings_still_counts(tmp_path: Path) -> None:
     facts, _ = collect([str(f)], load_catalogue())
     texts = [e["text"] for e in unclassified_events(facts)]
     assert len(texts) == 1 and "something went wrong" in texts[0], texts
+
+
+def test_a_clean_reading_does_not_claim_no_warning(tmp_path: Path) -> None:
+    """The scan reads the lines a rule or an error marker points at, not every warning: a log whose only sign is a
+    warning no rule knows must not be called free of warnings (as vllm-ascend-5949-2node-910b2-ray-c10d-server-socket-
+    198-18-timed-out-2026's c10d `… has timed out, will retry.` lines were, with the rule that knows them off)."""
+    line = "[W116 05:41:45.632092587 socket.cpp:929] [frob] The frobnicator stalled, will retry."  # made up
+    f = tmp_path / "paste.log"
+    f.write_text("\n".join([*GLOG, line]) + "\n", encoding="utf-8")
+    r = run_cli("logs", str(f))
+    assert r.rc == 0, r.out
+    assert "No error found, nor a warning any rule knows" in r.out and "No error or warning" not in r.out, r.out
