@@ -215,11 +215,20 @@ def hccl_result(code: int | str) -> tuple[str, str] | None:
         return None
 
 
+# HCCL's own error number in its plog lines, `errNo[0x0000000005000007]`: HCCL_ERROR_CODE(error) = (SYSTEM_RESERVE_ERROR
+# << 32) + (HCCL_MODULE_ID 5 << 24) + (sub-module << 16: HCCL 0, HCOM 1, CLTM 2, custom op 3) + the HcclResult (hcomm
+# src/pub_inc/log.h, read with find_string): the low 16 bits are the code of hccl_result.toml.
+HCCL_ERRNO_RE = re.compile(r"\berrNo\[0[xX]0{0,9}5(?:0[0-3])(?P<code>[0-9a-fA-F]{4})\]")
+
+
 def hccl_code_in(text: str) -> tuple[int, str, str] | None:
-    """The HCCL return code a message about an HCCL call gives, with its HcclResult name and meaning."""
+    """The HCCL return code a message about an HCCL call gives (or HCCL's plog `errNo[0x…050000NN]`), with its
+    HcclResult name and meaning."""
     m = HCCL_CALL_CODE_RE.search(text)
     if m is None:
-        return None
+        e = HCCL_ERRNO_RE.search(text)
+        found = hccl_result(int(e.group("code"), 16)) if e else None
+        return (int(e.group("code"), 16), *found) if e and found else None
     n = int(m.group("code"))
     found = hccl_result(n)
     return (n, *found) if found else None
