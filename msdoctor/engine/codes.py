@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -41,8 +41,13 @@ class CodeInfo:
 
     @property
     def specificity(self) -> int:
-        """0 a listed, non-internal code; 1 an unlisted one of its family; 2 an internal catch-all."""
-        return 2 if self.internal else (0 if self.known else 1)
+        """0 a listed, non-internal code; 1 an unlisted one of its family; 2 an internal catch-all. The runtime's
+        internal code (``0x07MMxxxx``) is at best 1: it is the inner echo of a failure the runtime reports outward as
+        an ACL or CANN code, which names it as well or better (an `EI0012` SDMA error beside the `rtCode=0x715006c`
+        FFTS+ exception of the same task)."""
+        if self.internal:
+            return 2
+        return 1 if (self.code.startswith("0x") or not self.known) else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "family": self.family, "component": self.component, "rule": self.rule,
@@ -58,7 +63,8 @@ def _data() -> dict[str, Any]:
 def family_rules() -> frozenset[str]:
     """The rule ids that report code families (the generic rules)."""
     d = _data()
-    fams = list(d.get("families", {}).values()) + list(d.get("acl_families", {}).values())
+    fams = (list(d.get("families", {}).values()) + list(d.get("acl_families", {}).values())
+            + list(d.get("rt_families", {}).values()))  # fmt: skip
     return frozenset(str(f["rule"]) for f in fams)
 
 
@@ -88,15 +94,51 @@ def _acl_names() -> dict[str, str]:
     return out
 
 
+# The runtime's internal return code (rtError_t) as it prints it with `%#x`: 0x07, the module byte, 4 hex digits
+# (`retCode=0x7020014` = 0x07020014, RT_ERROR_DRV_INVALID_HANDLE).
+_RT_CODE_RE = re.compile(r"0X0?7([0-9A-F]{2})([0-9A-F]{4})")
+
+
+def _rt_lookup(code: str) -> CodeInfo | None:
+    """An internal runtime code ``0x07MMxxxx``: its module's family; an exact code listed in the data takes the rule
+    and role of the ACL code the runtime maps it to (``acl``) unless it names its own rule."""
+    m = _RT_CODE_RE.fullmatch(code)
+    if m is None:
+        return None
+    d = _data()
+    fam = d.get("rt_families", {}).get("07" + m.group(1))
+    if fam is None:
+        return None
+    key = "07" + m.group(1) + m.group(2)
+    exact = dict(d.get("rt_codes", {}).get(key) or {})
+    via = lookup(str(exact["acl"])) if exact.get("acl") else None
+    if exact:
+        name = str(exact.get("name", ""))
+        acl = f" (ACL {exact['acl']}" + (f" = {via.code})" if via else ")") if exact.get("acl") else ""
+        exact["meaning"] = f"{name}: {exact.get('meaning', '')}{acl}" if name else str(exact.get("meaning", ""))
+        if via is not None:
+            exact.setdefault("rule", via.rule)
+            exact.setdefault("role", via.role)
+            if via.known:
+                exact.setdefault("confirm", via.confirm)
+                exact.setdefault("fix", via.fix)
+    # the inner echo of a failure the runtime reports outward (an ACL / CANN code of the same call): a consequence,
+    # so that the outward code, or the catalogue line that says why, is the root when the log has it
+    return replace(_info("0x" + key.lower(), "07" + m.group(1), fam, exact or None), role="consequence")
+
+
 @cache
 def lookup(code: str) -> CodeInfo | None:
     """The family (and exact meaning where listed) of a CANN code ``E…``, an ACL return code ``NNNNNN`` or its
-    name ``ACL_ERROR_…`` (as acl.h / rt_error_codes.h spell it; a name the data does not list is not looked up)."""
+    name ``ACL_ERROR_…`` (as acl.h / rt_error_codes.h spell it; a name the data does not list is not looked up),
+    or the runtime's internal code ``0x7MMxxxx`` (rtError_t)."""
     d = _data()
     code = code.strip().upper()
     if code.startswith("ACL_ERROR_"):
         num = _acl_names().get(code)
         return lookup(num) if num else None
+    if code.startswith("0X"):
+        return _rt_lookup(code)
     if len(code) == 6 and code[0] == "E" and code[2:].isdigit():
         fam = d.get("families", {}).get(code[:2])
         if fam is None:
@@ -183,11 +225,20 @@ def hccl_result(code: int | str) -> tuple[str, str] | None:
         return None
 
 
+# HCCL's own error number in its plog lines, `errNo[0x0000000005000007]`: HCCL_ERROR_CODE(error) = (SYSTEM_RESERVE_ERROR
+# << 32) + (HCCL_MODULE_ID 5 << 24) + (sub-module << 16: HCCL 0, HCOM 1, CLTM 2, custom op 3) + the HcclResult (hcomm
+# src/pub_inc/log.h, read with find_string): the low 16 bits are the code of hccl_result.toml.
+HCCL_ERRNO_RE = re.compile(r"\berrNo\[0[xX]0{0,9}5(?:0[0-3])(?P<code>[0-9a-fA-F]{4})\]")
+
+
 def hccl_code_in(text: str) -> tuple[int, str, str] | None:
-    """The HCCL return code a message about an HCCL call gives, with its HcclResult name and meaning."""
+    """The HCCL return code a message about an HCCL call gives (or HCCL's plog `errNo[0x…050000NN]`), with its
+    HcclResult name and meaning."""
     m = HCCL_CALL_CODE_RE.search(text)
     if m is None:
-        return None
+        e = HCCL_ERRNO_RE.search(text)
+        found = hccl_result(int(e.group("code"), 16)) if e else None
+        return (int(e.group("code"), 16), *found) if e and found else None
     n = int(m.group("code"))
     found = hccl_result(n)
     return (n, *found) if found else None

@@ -168,7 +168,7 @@ class SignatureSet:
         self.generic_ids: frozenset[str] = frozenset()  # the code-family rules (reported when nothing specific is)
         self._knows: dict[str, set[str]] = {}
         self.derived: dict[Any, Any] = {}  # what readers build from this set once (logstate.ScanSpec's pre-filter)
-        if any("(?P<cann_code>" in sg.pattern or "(?P<acl_code>" in sg.pattern for _, sg, _ in self.entries):
+        if any(f"(?P<{g}>" in sg.pattern for _, sg, _ in self.entries for g in ("cann_code", "acl_code", "rt_code")):
             from msdoctor.engine.codes import family_rules
 
             self._family = family_rules() & set(self._by_id)
@@ -228,7 +228,7 @@ class SignatureSet:
                 continue
             for sg in sm.rule.signatures:
                 for m in sg.regex.finditer(line):
-                    code = m.groupdict().get("cann_code") or m.groupdict().get("acl_code")
+                    code = m.groupdict().get("cann_code") or m.groupdict().get("acl_code") or m.groupdict().get("rt_code")
                     info = lookup(code) if code else None
                     if info is not None:
                         found.append((info.specificity, m.start(), info, SigMatch(sm.rule, {k: v for k, v in m.groupdict().items() if v}, m.span())))
