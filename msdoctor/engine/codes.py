@@ -101,7 +101,8 @@ _RT_CODE_RE = re.compile(r"0X0?7([0-9A-F]{2})([0-9A-F]{4})")
 
 def _rt_lookup(code: str) -> CodeInfo | None:
     """An internal runtime code ``0x07MMxxxx``: its module's family; an exact code listed in the data takes the rule
-    and role of the ACL code the runtime maps it to (``acl``) unless it names its own rule."""
+    (and the confirm / fix) of the ACL code the runtime maps it to (``acl``) unless it names its own rule. Its role
+    is always a consequence (below)."""
     m = _RT_CODE_RE.fullmatch(code)
     if m is None:
         return None
@@ -118,7 +119,6 @@ def _rt_lookup(code: str) -> CodeInfo | None:
         exact["meaning"] = f"{name}: {exact.get('meaning', '')}{acl}" if name else str(exact.get("meaning", ""))
         if via is not None:
             exact.setdefault("rule", via.rule)
-            exact.setdefault("role", via.role)
             if via.known:
                 exact.setdefault("confirm", via.confirm)
                 exact.setdefault("fix", via.fix)
