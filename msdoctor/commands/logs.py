@@ -106,7 +106,7 @@ def _step_of(ev: Mapping[str, Any]) -> int | None:
 
 def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
     """What the line says, with the values the rule parsed: `EI0006 (HCCL): … — `quote`` (n lines …)."""
-    from msdoctor.engine.codes import hccl_code_in
+    from msdoctor.engine.codes import dcmi_code_in, hccl_code_in
     from msdoctor.facts.logformats import parse_line, strip_prefixes
 
     body = parse_line(strip_prefixes(str(ev.get("text", "")))[0]).message.strip()
@@ -121,6 +121,9 @@ def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
     vals = ", ".join(f"{VALUE_LABELS.get(k, k)} {_hccl_value(k, v, hccl)}" for k, v in shown if str(v).strip())
     if hccl is not None and not any(k == "code" and str(v).strip() == str(hccl[0]) for k, v in shown):
         vals = ", ".join(x for x in (vals, f"HCCL code {hccl[0]} = {hccl[1]} ({hccl[2]})") if x)
+    dcmi = dcmi_code_in(str(ev.get("text", "")))
+    if dcmi is not None:  # the driver management code named (msdoctor/data/dcmi_result.toml), once, after the values
+        vals = ", ".join(x for x in (vals, f"DCMI code {dcmi[0]} = {dcmi[1]} ({dcmi[2]})") if x)
     if vals:
         parts.append(vals)
     head = "; ".join(parts)

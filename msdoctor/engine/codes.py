@@ -242,3 +242,41 @@ def hccl_code_in(text: str) -> tuple[int, str, str] | None:
     n = int(m.group("code"))
     found = hccl_result(n)
     return (n, *found) if found else None
+
+
+# -- the driver management interface's (DCMI's) return codes ---------------------------------------------
+
+# A message about a DCMI / npu-smi call and the negative code it gives: npu-smi's `dcmi module initialize failed. ret
+# is -8005` (`dcmi model initialized failed, because the device is used. ret is -8020`), a Go component's `err:
+# retCode: -8255`, `ret code: -8010`, `errCode=-8020`, an exporter's `dcmi init failed, error code: -8005`. Only the
+# codes of msdoctor/data/dcmi_result.toml are named (an unlisted -80xx is left alone), and only after a DCMI word in
+# the same line or a `retCode` / `ret code` / `errCode` label, so that another library's `-8001` is not read.
+DCMI_CALL_CODE_RE = re.compile(
+    r"(?:\bdcmi\b[^\n]{0,160}?(?:ret(?:urn)? (?:is|code)|ret\s*[:=]|error code|err(?:or)?\s*[:=])"
+    r"|\b(?:retCode|ret code|errCode)\b)\s*[:=]?\s*(?P<code>-8\d{3})(?!\d)",
+    re.IGNORECASE,
+)
+
+
+@cache
+def _dcmi_codes() -> dict[int, tuple[str, str]]:
+    text = resources.files("msdoctor.data").joinpath("dcmi_result.toml").read_text(encoding="utf-8")
+    return {int(k): (str(v[0]), str(v[1])) for k, v in tomllib.loads(text).get("codes", {}).items()}
+
+
+def dcmi_result(code: int | str) -> tuple[str, str] | None:
+    """DCMI's name and meaning of a driver management return code (``-8020`` → ``("DCMI_ERR_CODE_RESOURCE_OCCUPIED",
+    "device resource occupied: …")``), or None for a code the DCMI reference does not list."""
+    try:
+        return _dcmi_codes().get(int(str(code).strip()))
+    except ValueError:
+        return None
+
+
+def dcmi_code_in(text: str) -> tuple[int, str, str] | None:
+    """The DCMI return code a message about a DCMI / npu-smi call gives, with its name and meaning."""
+    for m in DCMI_CALL_CODE_RE.finditer(text):
+        found = dcmi_result(m.group("code"))
+        if found is not None:
+            return (int(m.group("code")), *found)
+    return None
