@@ -280,3 +280,60 @@ def dcmi_code_in(text: str) -> tuple[int, str, str] | None:
         if found is not None:
             return (int(m.group("code")), *found)
     return None
+
+
+# -- MindIE's error codes ---------------------------------------------------------------------------------
+
+# `MIE` + component (2 digits) + level (E error, W warning) + the component's 6-character code, as MindIE prints it in
+# brackets: `[MIE04E02041C] [endpoint] Failed to listen …`. Decoded from msdoctor/data/mindie_codes.toml (the MindIE
+# error-code reference's field tables); a code is named, it routes no area.
+MINDIE_CODE_RE = re.compile(r"\bMIE(?P<comp>0\d)(?P<level>[EW])(?P<body>[0-9A-F]{6})\b")
+
+
+@cache
+def _mindie_data() -> dict[str, Any]:
+    text = resources.files("msdoctor.data").joinpath("mindie_codes.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def mindie_code(code: str) -> str | None:
+    """What a MindIE error code says by its fields (``MIE04E02041C`` → ``MindIE Server error: endpoint, phase
+    single-node inference, initialization exception``), or None for a string that is not one."""
+    m = MINDIE_CODE_RE.fullmatch(code.strip())
+    if m is None:
+        return None
+    d = _mindie_data()
+    comp = d.get("components", {}).get(m.group("comp"))
+    if comp is None:
+        return None
+    b = m.group("body")
+    sub, mid, typ = b[:2], b[2:4], b[4:]
+    parts: list[str] = []
+    if m.group("comp") == "04":
+        srv = d.get("server", {})
+        parts = [srv.get("sub", {}).get(sub, ""), f"phase {srv['phase'][mid]}" if mid in srv.get("phase", {}) else "",
+                 srv.get("type", {}).get(typ, "")]
+    elif m.group("comp") == "03":
+        mot = d.get("motor", {})
+        parts = [mot.get("sub", {}).get(sub, ""), mot.get("type", {}).get(typ, "")]
+    elif m.group("comp") == "05":
+        llm = d.get("llm", {})
+        name = llm.get("sub", {}).get(sub, "")
+        parts = [name, llm.get("type", {}).get(name, {}).get(typ, "") if name else ""]
+    elif m.group("comp") == "02":
+        cli = d.get("client", {})
+        parts = [cli.get("category", {}).get(mid, ""), cli.get("type", {}).get(typ, "")]
+    elif m.group("comp") == "06":
+        parts = [d.get("sd", {}).get("type", {}).get(typ, "")]
+    level = "error" if m.group("level") == "E" else "warning"
+    detail = ", ".join(p for p in parts if p)
+    return f"{comp} {level}" + (f": {detail}" if detail else "")
+
+
+def mindie_code_in(text: str) -> tuple[str, str] | None:
+    """The first MindIE error code in a line that the reference's tables decode, with what it says."""
+    for m in MINDIE_CODE_RE.finditer(text):
+        said = mindie_code(m.group(0))
+        if said is not None:
+            return m.group(0), said
+    return None
