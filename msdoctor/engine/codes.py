@@ -337,3 +337,37 @@ def mindie_code_in(text: str) -> tuple[str, str] | None:
         if said is not None:
             return m.group(0), said
     return None
+
+
+# -- Ascend Transformer Boost's (ATB's) return codes -------------------------------------------------------
+
+# ATB's own failure sentences and the small status they give: operation_base.cpp's `setup check fail, error code: 8`,
+# `infer shape check fail, error code: 13`, `setup fail, error code:12`, a runner's `Execute Failed. st: 3`, dicp's
+# `execute node[0] fail, error code: 3`, `ATB runtime error code: 12`. A code of three or more digits (dicp's
+# `execute node[65516] fail, error code: 65516`) is not an atb::Status and is not read.
+ATB_STATUS_RE = re.compile(
+    r"(?:(?:check fail|setup fail|execute fail|execute node\[\d{1,6}\] fail(?:ed)?|Execute Failed\.?)"
+    r"[^\n]{0,40}?(?:error code:?|st:)|ATB runtime error code:?)\s*(?P<code>\d{1,2})(?!\d)",
+    re.IGNORECASE,
+)
+
+
+@cache
+def _atb_codes() -> dict[int, tuple[str, str]]:
+    text = resources.files("msdoctor.data").joinpath("atb_status.toml").read_text(encoding="utf-8")
+    return {int(k): (str(v[0]), str(v[1])) for k, v in tomllib.loads(text).get("codes", {}).items()}
+
+
+def atb_status(code: int | str) -> tuple[str, str] | None:
+    """atb::ErrorType's name and meaning of an ATB status (``12`` → ``("ERROR_CANN_ERROR", …)``), or None."""
+    try:
+        return _atb_codes().get(int(str(code).strip()))
+    except ValueError:
+        return None
+
+
+def atb_code_in(text: str) -> tuple[int, str, str] | None:
+    """The atb::Status an ATB failure sentence gives, with its name and meaning; a success (0) is not named."""
+    m = ATB_STATUS_RE.search(text)
+    found = atb_status(m.group("code")) if m else None
+    return (int(m.group("code")), *found) if m and found and int(m.group("code")) != 0 else None

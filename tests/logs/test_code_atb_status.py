@@ -1,0 +1,50 @@
+"""Ascend Transformer Boost's return codes as data (msdoctor/data/atb_status.toml, the atb::ErrorType enum of ATB's
+include/atb/types.h): the small status of ATB's own failure sentences is named in the finding's description."""
+
+from __future__ import annotations
+
+import pytest
+
+from msdoctor.engine.codes import atb_code_in, atb_status
+from tests.logs.conftest import paste_root_cause as _headline
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "name"),
+    [
+        ("[operation_base.cpp:625] PagedAttentionOperation_0 invalid param, setup check fail, error code: 8", 8,
+         "ERROR_INVALID_TENSOR_DIM"),
+        ("[operation_base.cpp:1] SelfAttentionOperation_1 infer shape check fail, error code: 13", 13,
+         "ERROR_INVALID_TENSOR_INI_MATCH"),
+        ("[2025-05-13 02:25:58.70282] [error] [38031] [runner.cpp:115] AllGatherHcclRunner_1_1:1 Execute Failed. st: 3",
+         3, "ERROR_INTERNAL_ERROR"),
+        ("[dicp] [error] [model.cpp:234] execute node[0] fail, error code: 12", 12, "ERROR_CANN_ERROR"),
+        ("ATB runtime error code: 26", 26, "ERROR_OUT_OF_DEVICE_MEMORY"),
+    ],
+)
+def test_atb_status_named(text, code, name):
+    assert atb_code_in(text)[:2] == (code, name)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[dicp] [error] [model.cpp:304] op command execute node[65516] fail, error code: 65516",  # not an atb::Status
+        "HcclCommInitRootInfo fail, error:2, rank:1, rankSize:4",  # HCCL's code, not ATB's
+        "setup check fail, error code: 0",
+    ],
+)
+def test_not_read(text):
+    assert atb_code_in(text) is None
+
+
+def test_table_is_the_enum():
+    assert atb_status(25) == ("ERROR_HCCL_FAIL", "an HCCL API call failed")
+    assert atb_status(30) is None
+
+
+def test_named_in_the_finding(tmp_path):
+    text = ("[2026-10-06 09:46:42.864848] [error] [187709] [operation_base.cpp:625] PagedAttentionOperation_0 invalid "
+            "param, setup check fail, error code: 8\n")
+    rc = _headline(tmp_path, text)
+    assert "ERROR_INVALID_TENSOR_DIM" in rc["message"]
