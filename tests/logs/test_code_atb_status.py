@@ -48,3 +48,12 @@ def test_named_in_the_finding(tmp_path):
             "param, setup check fail, error code: 8\n")
     rc = _headline(tmp_path, text)
     assert "ERROR_INVALID_TENSOR_DIM" in rc["message"]
+
+
+@pytest.mark.parametrize("name", ["ATB_STATUS_RE", "DCMI_CALL_CODE_RE", "MINDIE_CODE_RE"])
+def test_code_regexes_are_linear(name):
+    from msdoctor.engine import codes
+    from tests.logs.linear import assert_linear
+
+    rx = getattr(codes, name)
+    assert_linear(rx.search, ["setup fail ", "dcmi ret is ", "execute node[1] fail ", "MIE04E0", "retCode ", "a"], name)
