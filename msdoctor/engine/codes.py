@@ -371,3 +371,28 @@ def atb_code_in(text: str) -> tuple[int, str, str] | None:
     m = ATB_STATUS_RE.search(text)
     found = atb_status(m.group("code")) if m else None
     return (int(m.group("code")), *found) if m and found and int(m.group("code")) != 0 else None
+
+
+# -- HCCP's (the device network / RDMA process's) negative errno ------------------------------------------
+
+# HCCP's RA layer returns a negative Linux errno: `[ERROR] HCCP(38011,python):… [init][ra_hdc_rdev]ra hdc message
+# process failed ret(-67) phy_id(0)` (-67 ENOLINK: the NPU network port is down, as the HCCL guide's EJ0002 FAQ reads
+# it), `ra_hdc_typical_mr_reg … ret(-13)` (EACCES), a bind's -98 / -99 (EADDRINUSE / EADDRNOTAVAIL). Read only in an
+# HCCP line (the `HCCP(pid,proc)` prefix) or an `ra …` call's message; named with the C library's errno name.
+HCCP_ERRNO_RE = re.compile(
+    r"(?:\bHCCP\(\d{1,9},[^)\n]{0,60}\)|\bra[_ ][a-z_]{2,40})[^\n]{0,300}?\bret\s*[(\[]\s*-(?P<errno>\d{1,3})\s*[)\]]"
+)
+
+
+def hccp_errno_in(text: str) -> tuple[int, str, str] | None:
+    """The negative errno an HCCP / RA message returns, with its name and the C library's text (``-67`` →
+    ``(67, "ENOLINK", "Link has been severed")``), or None."""
+    import errno as _errno
+    import os as _os
+
+    m = HCCP_ERRNO_RE.search(text)
+    if m is None:
+        return None
+    n = int(m.group("errno"))
+    name = _errno.errorcode.get(n)
+    return (n, name, _os.strerror(n)) if name else None

@@ -57,3 +57,33 @@ def test_code_regexes_are_linear(name):
 
     rx = getattr(codes, name)
     assert_linear(rx.search, ["setup fail ", "dcmi ret is ", "execute node[1] fail ", "MIE04E0", "retCode ", "a"], name)
+
+
+@pytest.mark.parametrize(
+    ("text", "errno_name"),
+    [
+        ("[ERROR] HCCP(38011,python):2025-07-15-12:45:32.997.682 [ra_hdc_rdma.c:1199]tid:38011,ra_hdc_rdev_init(1199) : "
+         "[init][ra_hdc_rdev]ra hdc message process failed ret(-67) phy_id(0)", "ENOLINK"),
+        ("[ERROR] HCCP(130245,python3):2025-11-08-08:55:21.692.085 [ra_hdc_rdma.c:609]tid:131014,ra_hdc_typical_mr_reg : "
+         "[reg][ra_hdc_typical_mr]ra hdc message process failed ret(-13) phy_id(2)", "EACCES"),
+        ("[init][ra_rdev]ra rdev init failed, ret(-67)", "ENOLINK"),
+    ],
+)
+def test_hccp_errno_named(text, errno_name):
+    from msdoctor.engine.codes import hccp_errno_in
+
+    assert hccp_errno_in(text)[1] == errno_name
+
+
+@pytest.mark.parametrize("text", ["HcclCommInitRootInfo failed, ret(-67)", "[ERROR] HCCL(1,p):x rdma init fail. return: ret[328004]"])
+def test_hccp_errno_only_in_hccp_lines(text):
+    from msdoctor.engine.codes import hccp_errno_in
+
+    assert hccp_errno_in(text) is None
+
+
+def test_hccp_errno_regex_is_linear():
+    from msdoctor.engine.codes import HCCP_ERRNO_RE
+    from tests.logs.linear import assert_linear
+
+    assert_linear(HCCP_ERRNO_RE.search, ["HCCP(1,p) ", "ra_hdc ret(", "ra rdev ", "a"], "HCCP_ERRNO_RE")
