@@ -242,3 +242,157 @@ def hccl_code_in(text: str) -> tuple[int, str, str] | None:
     n = int(m.group("code"))
     found = hccl_result(n)
     return (n, *found) if found else None
+
+
+# -- the driver management interface's (DCMI's) return codes ---------------------------------------------
+
+# A message about a DCMI / npu-smi call and the negative code it gives: npu-smi's `dcmi module initialize failed. ret
+# is -8005` (`dcmi model initialized failed, because the device is used. ret is -8020`), a Go component's `err:
+# retCode: -8255`, `ret code: -8010`, `errCode=-8020`, an exporter's `dcmi init failed, error code: -8005`. Only the
+# codes of msdoctor/data/dcmi_result.toml are named (an unlisted -80xx is left alone), and only after a DCMI word in
+# the same line or a `retCode` / `ret code` / `errCode` label, so that another library's `-8001` is not read.
+DCMI_CALL_CODE_RE = re.compile(
+    r"(?:\bdcmi\b[^\n]{0,160}?(?:ret(?:urn)? (?:is|code)|ret\s*[:=]|error code|err(?:or)?\s*[:=])"
+    r"|\b(?:retCode|ret code|errCode)\b)\s*[:=]?\s*(?P<code>-8\d{3})(?!\d)",
+    re.IGNORECASE,
+)
+
+
+@cache
+def _dcmi_codes() -> dict[int, tuple[str, str]]:
+    text = resources.files("msdoctor.data").joinpath("dcmi_result.toml").read_text(encoding="utf-8")
+    return {int(k): (str(v[0]), str(v[1])) for k, v in tomllib.loads(text).get("codes", {}).items()}
+
+
+def dcmi_result(code: int | str) -> tuple[str, str] | None:
+    """DCMI's name and meaning of a driver management return code (``-8020`` → ``("DCMI_ERR_CODE_RESOURCE_OCCUPIED",
+    "device resource occupied: …")``), or None for a code the DCMI reference does not list."""
+    try:
+        return _dcmi_codes().get(int(str(code).strip()))
+    except ValueError:
+        return None
+
+
+def dcmi_code_in(text: str) -> tuple[int, str, str] | None:
+    """The DCMI return code a message about a DCMI / npu-smi call gives, with its name and meaning."""
+    for m in DCMI_CALL_CODE_RE.finditer(text):
+        found = dcmi_result(m.group("code"))
+        if found is not None:
+            return (int(m.group("code")), *found)
+    return None
+
+
+# -- MindIE's error codes ---------------------------------------------------------------------------------
+
+# `MIE` + component (2 digits) + level (E error, W warning) + the component's 6-character code, as MindIE prints it in
+# brackets: `[MIE04E02041C] [endpoint] Failed to listen …`. Decoded from msdoctor/data/mindie_codes.toml (the MindIE
+# error-code reference's field tables); a code is named, it routes no area.
+MINDIE_CODE_RE = re.compile(r"\bMIE(?P<comp>0\d)(?P<level>[EW])(?P<body>[0-9A-F]{6})\b")
+
+
+@cache
+def _mindie_data() -> dict[str, Any]:
+    text = resources.files("msdoctor.data").joinpath("mindie_codes.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def mindie_code(code: str) -> str | None:
+    """What a MindIE error code says by its fields (``MIE04E02041C`` → ``MindIE Server error: endpoint, phase
+    single-node inference, initialization exception``), or None for a string that is not one."""
+    m = MINDIE_CODE_RE.fullmatch(code.strip())
+    if m is None:
+        return None
+    d = _mindie_data()
+    comp = d.get("components", {}).get(m.group("comp"))
+    if comp is None:
+        return None
+    b = m.group("body")
+    sub, mid, typ = b[:2], b[2:4], b[4:]
+    parts: list[str] = []
+    if m.group("comp") == "04":
+        srv = d.get("server", {})
+        parts = [srv.get("sub", {}).get(sub, ""), f"phase {srv['phase'][mid]}" if mid in srv.get("phase", {}) else "",
+                 srv.get("type", {}).get(typ, "")]
+    elif m.group("comp") == "03":
+        mot = d.get("motor", {})
+        parts = [mot.get("sub", {}).get(sub, ""), mot.get("type", {}).get(typ, "")]
+    elif m.group("comp") == "05":
+        llm = d.get("llm", {})
+        name = llm.get("sub", {}).get(sub, "")
+        parts = [name, llm.get("type", {}).get(name, {}).get(typ, "") if name else ""]
+    elif m.group("comp") == "02":
+        cli = d.get("client", {})
+        parts = [cli.get("category", {}).get(mid, ""), cli.get("type", {}).get(typ, "")]
+    elif m.group("comp") == "06":
+        parts = [d.get("sd", {}).get("type", {}).get(typ, "")]
+    level = "error" if m.group("level") == "E" else "warning"
+    detail = ", ".join(p for p in parts if p)
+    return f"{comp} {level}" + (f": {detail}" if detail else "")
+
+
+def mindie_code_in(text: str) -> tuple[str, str] | None:
+    """The first MindIE error code in a line that the reference's tables decode, with what it says."""
+    for m in MINDIE_CODE_RE.finditer(text):
+        said = mindie_code(m.group(0))
+        if said is not None:
+            return m.group(0), said
+    return None
+
+
+# -- Ascend Transformer Boost's (ATB's) return codes -------------------------------------------------------
+
+# ATB's own failure sentences and the small status they give: operation_base.cpp's `setup check fail, error code: 8`,
+# `infer shape check fail, error code: 13`, `setup fail, error code:12`, a runner's `Execute Failed. st: 3`, dicp's
+# `execute node[0] fail, error code: 3`, `ATB runtime error code: 12`. A code of three or more digits (dicp's
+# `execute node[65516] fail, error code: 65516`) is not an atb::Status and is not read.
+ATB_STATUS_RE = re.compile(
+    r"(?:(?:check fail|setup fail|execute fail|execute node\[\d{1,6}\] fail(?:ed)?|Execute Failed\.?)"
+    r"[^\n]{0,40}?(?:error code:?|st:)|ATB runtime error code:?)\s*(?P<code>\d{1,2})(?!\d)",
+    re.IGNORECASE,
+)
+
+
+@cache
+def _atb_codes() -> dict[int, tuple[str, str]]:
+    text = resources.files("msdoctor.data").joinpath("atb_status.toml").read_text(encoding="utf-8")
+    return {int(k): (str(v[0]), str(v[1])) for k, v in tomllib.loads(text).get("codes", {}).items()}
+
+
+def atb_status(code: int | str) -> tuple[str, str] | None:
+    """atb::ErrorType's name and meaning of an ATB status (``12`` → ``("ERROR_CANN_ERROR", …)``), or None."""
+    try:
+        return _atb_codes().get(int(str(code).strip()))
+    except ValueError:
+        return None
+
+
+def atb_code_in(text: str) -> tuple[int, str, str] | None:
+    """The atb::Status an ATB failure sentence gives, with its name and meaning; a success (0) is not named."""
+    m = ATB_STATUS_RE.search(text)
+    found = atb_status(m.group("code")) if m else None
+    return (int(m.group("code")), *found) if m and found and int(m.group("code")) != 0 else None
+
+
+# -- HCCP's (the device network / RDMA process's) negative errno ------------------------------------------
+
+# HCCP's RA layer returns a negative Linux errno: `[ERROR] HCCP(38011,python):… [init][ra_hdc_rdev]ra hdc message
+# process failed ret(-67) phy_id(0)` (-67 ENOLINK: the NPU network port is down, as the HCCL guide's EJ0002 FAQ reads
+# it), `ra_hdc_typical_mr_reg … ret(-13)` (EACCES), a bind's -98 / -99 (EADDRINUSE / EADDRNOTAVAIL). Read only in an
+# HCCP line (the `HCCP(pid,proc)` prefix) or an `ra …` call's message; named with the C library's errno name.
+HCCP_ERRNO_RE = re.compile(
+    r"(?:\bHCCP\(\d{1,9},[^)\n]{0,60}\)|\bra[_ ][a-z_]{2,40})[^\n]{0,300}?\bret\s*[(\[]\s*-(?P<errno>\d{1,3})\s*[)\]]"
+)
+
+
+def hccp_errno_in(text: str) -> tuple[int, str, str] | None:
+    """The negative errno an HCCP / RA message returns, with its name and the C library's text (``-67`` →
+    ``(67, "ENOLINK", "Link has been severed")``), or None."""
+    import errno as _errno
+    import os as _os
+
+    m = HCCP_ERRNO_RE.search(text)
+    if m is None:
+        return None
+    n = int(m.group("errno"))
+    name = _errno.errorcode.get(n)
+    return (n, name, _os.strerror(n)) if name else None
