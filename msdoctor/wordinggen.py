@@ -2,7 +2,8 @@
 
 ``python -m msdoctor.wordinggen [--check]``. Documents, each labelled with an area:
 
-* every rule of the catalogue: its title, and its example lines (the real message the rule reads);
+* every rule of the catalogue: its title, its example lines (the real message the rule reads), and the
+  messages its `detects` text quotes in backticks (other real wordings it reads);
 * every case of the real-world corpus (``tests/realworld/logs/``): the first error blocks of its log as the
   fallback reads them when NO signature rule is loaded (so the words are those of an error no rule knows).
 
@@ -84,8 +85,12 @@ def corpus_docs(corpus: Path = CORPUS) -> Iterator[tuple[str, str, set[str]]]:
             yield case.name, str(area), toks
 
 
+QUOTED_RE = re.compile(r"`([^`\n]{6,300})`")
+
+
 def rule_docs(catalogue: Catalogue | None = None, rules: Iterable[str] | None = None) -> Iterator[tuple[str, set[str]]]:
-    """(area, words) of every rule's title and example; with ``rules``, of those rule ids only."""
+    """(area, words) of every rule's title, its example, and the messages its `detects` quotes (in backticks:
+    the real wordings the rule reads besides its example); with ``rules``, of those rule ids only."""
     keep = None if rules is None else set(rules)
     for r in catalogue or load_catalogue():
         if r.area not in GUESS_AREAS or r.check in FALLBACK_CHECKS or (keep is not None and r.id not in keep):
@@ -94,6 +99,9 @@ def rule_docs(catalogue: Catalogue | None = None, rules: Iterable[str] | None = 
         example = [ln for ln in (r.example or "").splitlines() if ln.strip() and not ln.lstrip().startswith("(see")]
         if example:
             yield r.area, tokens(example)
+        quoted = QUOTED_RE.findall(r.detects or "")
+        if quoted:
+            yield r.area, tokens(quoted)
 
 
 def build(docs: Iterable[tuple[str, set[str]]], params: dict[str, Any] = PARAMS) -> dict[str, Any]:
