@@ -141,6 +141,11 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             r"(?:is|are) not in the|you (?:should|must|need to) (?:exec|run|set|export|configure|install)|"
                             r"must (?:be|input|have|not)|should be|missing(?! separate debuginfo)|conflict(?:s|ing)?|problem|"
                             r"err|oom|caution|not present|"
+                            # Python's TypeError of a call that does not fit the callee, said without an error word
+                            # (an issue title quoting it in prose: `torch.npu.mem_get_info 出现 got multiple values for
+                            # argument 'device' 错误`; `f() takes 1 positional argument but 2 were given`)
+                            r"got (?:an unexpected (?:keyword )?|multiple values for (?:keyword )?)argument|"
+                            r"positional arguments? but [0-9]{1,2} (?:were|was) given|"
                             r"(?:loss|norm)\W{0,4}(?:is\s)?-?nan)\b)|\bDOWN\b|"
                             r"\bWARN(?:ING)?\b|"
                             # an exception's class inside a sentence or as a repr (`TypeError("…")`, `InvalidArgumentError

@@ -56,6 +56,9 @@ WIDER = [
     "Some model parameters are not in the checkpoint:",
     # vllm-ascend-7570-qwen35-397b-w8a8-mtp-fullgraph-title-mte-ddr-out-of-range-2026: an issue title quoting it
     "[Bug][Qwen3.5][FullGraph]: The DDR address of the MTE instruction is out of range",
+    # round 57: Python's TypeError of a call that does not fit the callee, quoted in a title without an error word
+    # (ms-swift-8290-vllm-ascend-infer-torch-npu-mem-get-info-got-multiple-values-for-argument-device-2026)
+    "torch.npu.mem_get_info 出现 got multiple values for argument 'device' 错误",
 ]
 
 
