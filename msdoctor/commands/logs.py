@@ -121,18 +121,15 @@ def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
     vals = ", ".join(f"{VALUE_LABELS.get(k, k)} {_hccl_value(k, v, hccl)}" for k, v in shown if str(v).strip())
     if hccl is not None and not any(k == "code" and str(v).strip() == str(hccl[0]) for k, v in shown):
         vals = ", ".join(x for x in (vals, f"HCCL code {hccl[0]} = {hccl[1]} ({hccl[2]})") if x)
-    dcmi = dcmi_code_in(str(ev.get("text", "")))
-    if dcmi is not None:  # the driver management code named (msdoctor/data/dcmi_result.toml), once, after the values
-        vals = ", ".join(x for x in (vals, f"DCMI code {dcmi[0]} = {dcmi[1]} ({dcmi[2]})") if x)
-    mie = mindie_code_in(str(ev.get("text", "")))
-    if mie is not None:  # MindIE's code decoded by its fields (msdoctor/data/mindie_codes.toml)
-        vals = ", ".join(x for x in (vals, f"{mie[0]} = {mie[1]}") if x)
-    atb = atb_code_in(str(ev.get("text", "")))
-    if atb is not None:  # ATB's status named (msdoctor/data/atb_status.toml)
-        vals = ", ".join(x for x in (vals, f"ATB status {atb[0]} = {atb[1]} ({atb[2]})") if x)
-    hccp = hccp_errno_in(str(ev.get("text", "")))
-    if hccp is not None:  # HCCP's negative errno named
-        vals = ", ".join(x for x in (vals, f"HCCP ret -{hccp[0]} = {hccp[1]} ({hccp[2]})") if x)
+    # the codes of the other tables a line gives, each named once after the values: the driver management code
+    # (msdoctor/data/dcmi_result.toml), MindIE's code decoded by its fields (mindie_codes.toml), ATB's status
+    # (atb_status.toml), HCCP's negative errno
+    text = str(ev.get("text", ""))
+    dcmi, mie, atb, hccp = dcmi_code_in(text), mindie_code_in(text), atb_code_in(text), hccp_errno_in(text)
+    named = (f"DCMI code {dcmi[0]} = {dcmi[1]} ({dcmi[2]})" if dcmi else "", f"{mie[0]} = {mie[1]}" if mie else "",
+             f"ATB status {atb[0]} = {atb[1]} ({atb[2]})" if atb else "",
+             f"HCCP ret -{hccp[0]} = {hccp[1]} ({hccp[2]})" if hccp else "")
+    vals = ", ".join(x for x in (vals, *named) if x)
     if vals:
         parts.append(vals)
     head = "; ".join(parts)

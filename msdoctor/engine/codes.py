@@ -259,18 +259,24 @@ DCMI_CALL_CODE_RE = re.compile(
 
 
 @cache
-def _dcmi_codes() -> dict[int, tuple[str, str]]:
-    text = resources.files("msdoctor.data").joinpath("dcmi_result.toml").read_text(encoding="utf-8")
+def _name_table(resource: str) -> dict[int, tuple[str, str]]:
+    """A table of ``code = ["NAME", "meaning"]`` under [codes] of msdoctor/data/<resource> (DCMI's return codes,
+    ATB's status)."""
+    text = resources.files("msdoctor.data").joinpath(resource).read_text(encoding="utf-8")
     return {int(k): (str(v[0]), str(v[1])) for k, v in tomllib.loads(text).get("codes", {}).items()}
+
+
+def _named(resource: str, code: int | str) -> tuple[str, str] | None:
+    try:
+        return _name_table(resource).get(int(str(code).strip()))
+    except ValueError:
+        return None
 
 
 def dcmi_result(code: int | str) -> tuple[str, str] | None:
     """DCMI's name and meaning of a driver management return code (``-8020`` → ``("DCMI_ERR_CODE_RESOURCE_OCCUPIED",
     "device resource occupied: …")``), or None for a code the DCMI reference does not list."""
-    try:
-        return _dcmi_codes().get(int(str(code).strip()))
-    except ValueError:
-        return None
+    return _named("dcmi_result.toml", code)
 
 
 def dcmi_code_in(text: str) -> tuple[int, str, str] | None:
@@ -352,18 +358,9 @@ ATB_STATUS_RE = re.compile(
 )
 
 
-@cache
-def _atb_codes() -> dict[int, tuple[str, str]]:
-    text = resources.files("msdoctor.data").joinpath("atb_status.toml").read_text(encoding="utf-8")
-    return {int(k): (str(v[0]), str(v[1])) for k, v in tomllib.loads(text).get("codes", {}).items()}
-
-
 def atb_status(code: int | str) -> tuple[str, str] | None:
     """atb::ErrorType's name and meaning of an ATB status (``12`` → ``("ERROR_CANN_ERROR", …)``), or None."""
-    try:
-        return _atb_codes().get(int(str(code).strip()))
-    except ValueError:
-        return None
+    return _named("atb_status.toml", code)
 
 
 def atb_code_in(text: str) -> tuple[int, str, str] | None:
