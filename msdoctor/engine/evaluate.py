@@ -22,6 +22,9 @@ except ImportError:  # pragma: no cover
 __all__ = ["CheckFn", "Evaluation", "SignatureSet", "resolve_check", "run_checks", "signature_set"]
 _DIGITS = re.compile(r"\d+")
 _CODE_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b|\b[1-5]\d{5}\b")
+# the named groups by which a code-family rule hands its code to msdoctor/engine/codes.py lookup(), in the order read
+# (a CANN code, an ACL return code, the runtime's internal rtError_t)
+CODE_GROUPS = ("cann_code", "acl_code", "rt_code")
 
 
 @dataclass
@@ -168,7 +171,7 @@ class SignatureSet:
         self.generic_ids: frozenset[str] = frozenset()  # the code-family rules (reported when nothing specific is)
         self._knows: dict[str, set[str]] = {}
         self.derived: dict[Any, Any] = {}  # what readers build from this set once (logstate.ScanSpec's pre-filter)
-        if any(f"(?P<{g}>" in sg.pattern for _, sg, _ in self.entries for g in ("cann_code", "acl_code", "rt_code")):
+        if any(f"(?P<{g}>" in sg.pattern for _, sg, _ in self.entries for g in CODE_GROUPS):
             from msdoctor.engine.codes import family_rules
 
             self._family = family_rules() & set(self._by_id)
@@ -228,10 +231,11 @@ class SignatureSet:
                 continue
             for sg in sm.rule.signatures:
                 for m in sg.regex.finditer(line):
-                    code = m.groupdict().get("cann_code") or m.groupdict().get("acl_code") or m.groupdict().get("rt_code")
+                    groups = m.groupdict()
+                    code = next((groups[g] for g in CODE_GROUPS if groups.get(g)), None)
                     info = lookup(code) if code else None
                     if info is not None:
-                        found.append((info.specificity, m.start(), info, SigMatch(sm.rule, {k: v for k, v in m.groupdict().items() if v}, m.span())))
+                        found.append((info.specificity, m.start(), info, SigMatch(sm.rule, {k: v for k, v in groups.items() if v}, m.span())))
         if not found:
             return specific
         _, _, info, best = min(found, key=lambda t: (t[0], t[1]))
