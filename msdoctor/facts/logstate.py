@@ -106,6 +106,11 @@ ELASTIC_ROWS = 8  # an entry's rows are consecutive: a row further than this fro
 # a broken or foreign line that still says ERROR; an AscendC kernel's `[ASSERT] …: Assertion `…' …` (the device
 # prints it before the aivec exception that follows it; the line stays whole: rules read it as printed)
 BARE_ERROR_RE = re.compile(r"^\[(?:ERROR|CRITICAL|EXCEPTION|ASSERT)\]")
+# An issue's title by its tracker's type tag (`[Bug]: …`, `[Usage]: …`, `[Performance]: …`, `[BUG] …`, llama.cpp's
+# `Eval bug: …`): a statement of what went wrong by the template's definition, whatever its words (not `[Feature]`,
+# `[RFC]`, `[Doc]`: a request). A pasted title is a line of its own, the tag at its start.
+ISSUE_TITLE_RE = re.compile(r"^\s{0,4}(?:\[(?:[Bb]ug|BUG|Usage|Performance|Installation|Misc|Question)\]:?|"
+                            r"(?:Eval |Compile |Misc\. )?[Bb]ug:) {0,3}(?=\S)")
 # The words of an error in a line of no known grammar (plain-paste mode only: in a log of a known grammar a
 # line is an error by its level, never by a word of its message).
 PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|fatal|exception|abort(?:ed)?|cannot|can't|unable|"
@@ -149,11 +154,27 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             r"(?:loss|norm)\W{0,4}(?:is\s)?-?nan)\b)|\bDOWN\b|"
                             r"\bWARN(?:ING)?\b|"
                             # an exception's class inside a sentence or as a repr (`TypeError("…")`, `InvalidArgumentError
-                            # (see above …): …`; not CANN's `[FUNC:GetError]`, not a bare name in a table), Chinese
-                            # words of an error (报错 / 失败 / 错误: after CJK, `\b` is no boundary) followed by the message
-                            # they quote (not a bare `报错信息如下:` before it), and a process's non-zero exit status
-                            # (`return code: 137`, `exitcode: 1`); a driver's `max picture width (0) err!`
-                            r"\berr!|(?<![A-Za-z0-9_:])[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)(?:\(|:| \()|(?:报错|失败|错误)[^\n]{0,300}?[A-Za-z]{3}|"
+                            # (see above …): …`, or ending a line: `…ascend 310 遇到MemoryError`; not CANN's
+                            # `[FUNC:GetError]`, not a bare name in a table), a driver's `max picture width (0) err!`
+                            r"\berr!|(?<![A-Za-z0-9_:])[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)(?:\(|:| \(|\s*$)|"
+                            # Chinese words of a failure (报错 / 失败 / 错误 / 无法 / 异常 / 不支持 / 找不到 / 卡住 /
+                            # 超时 / 崩溃 / 乱码 / 出错 / 出现: after CJK, `\b` is no boundary) followed by the message they
+                            # quote (not a bare `报错信息如下:` before it: the words a guess reads are the quoted ones),
+                            # and an issue title's `报X` (`…使用Paddle报NpuAclnnOpRunner: …`: 报 straight before the
+                            # name of what failed)
+                            r"(?:报错|失败|错误|无法|异常|不支持|找不到|卡住|卡死|超时|崩溃|乱码|出错|出现)[^\n]{0,300}?[A-Za-z]{3}|"
+                            # ... or ending the statement of what failed (`编译…paddle lite报错`, `llama.cpp+CANN工作不正常`,
+                            # `torch-npu版本2.7.1与推荐CANN版本不匹配`; a CJK character's quantifier is grouped: the
+                            # pre-filter reads bytes, where `了?` would make only its last byte optional)
+                            r"(?:报错|失败|出错|异常|不正常|不匹配|卡住|卡死|超时|崩溃|乱码)(?:了)?[\s。.!！?？)）]{0,3}$|"
+                            r"报(?= ?[A-Za-z]{3})|"
+                            # an issue's title by its tracker's type tag (ISSUE_TITLE_RE, read on the line before its
+                            # prefixes are stripped: `[Bug]` is one)
+                            + ISSUE_TITLE_RE.pattern + "|"
+                            # what Python and a crash say without an error word (a title's `… no attribute qkv_rmsnorm_rope`,
+                            # `X has no SGlang implementation`, `opp_kernels is not installed?`, `… segfaults on …`)
+                            r"(?i:\b(?:has )?no attribute\b|\bhas no [\w.-]{1,40} implementation\b|\bnot installed\b|\bseg ?fault(?:s|ed|ing)?\b)|"
+                            # a process's non-zero exit status (`return code: 137`, `exitcode: 1`)
                             r"(?i:\b(?:exit|return) ?code:? ?-?[1-9][0-9]{0,3}\b)")  # fmt: skip
 
 # A level named in a line of no known grammar, near its start (`[2026-04-28 07:58:58.469699][INFO]`, `WARNING:root:`,
@@ -531,7 +552,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
                 level_error = True  # a process killed by a signal: an error in any grammar
                 if spec.paste:  # alone it makes no known grammar (the plain-paste reading decides the rest)
                     st.recognised += 1
-            if (spec.paste and not level_error and pre.level is None and PASTE_ERROR_RE.search(pre.text)
+            if (spec.paste and not level_error and pre.level is None
+                    and (PASTE_ERROR_RE.search(pre.text) or ISSUE_TITLE_RE.match(piece))
                     and not RAISE_OPEN_RE.search(pre.text)
                     and not (spec.mixed and (LEVEL_WORD_RE.search(pre.text, 0, LEVEL_WORD_SPAN)
                                              or PY_WARNING_RE.search(pre.text)

@@ -59,6 +59,18 @@ WIDER = [
     # round 57: Python's TypeError of a call that does not fit the callee, quoted in a title without an error word
     # (ms-swift-8290-vllm-ascend-infer-torch-npu-mem-get-info-got-multiple-values-for-argument-device-2026)
     "torch.npu.mem_get_info 出现 got multiple values for argument 'device' 错误",
+    # round 58: issue titles that state the failure without an English error word: a tracker's type tag, Chinese
+    # words of a failure before the message or ending the statement, 报 before what failed, an exception's name
+    # ending the line, Python's and a crash's wording without `has` / `Segmentation fault`
+    "910B环境安装使用Paddle报NpuAclnnOpRunner: aclnnInplaceFillScalar",  # paddle-73990-910b-cann81-run-check-…
+    "libascendcl.so: 运行华为华为昇腾推理报错",  # fastdeploy-1808-atlas300i-yolov5-paddle-lite-libascendcl-so-title-2023
+    "Eval bug: llama.cpp+CANN工作不正常",  # hipudding-llamacpp-9-310i-duo-llama-server-slow-operator-performance-…
+    # triton-ascend-328-ttfhw-torch-npu-2-7-1-undefined-symbol-msprofsyscycletime-cann9-2026
+    "【TTFHW】 quick_start文档中torch-npu版本2.7.1与推荐CANN版本不匹配",
+    "【NPU】ascend 310 遇到MemoryError",  # paddle-34802-npu-build-ascend310-memoryerror-run-check-ok-2021
+    "Question:Ascend opp_kernels is not installed?",  # mindspeed-llm-2-mindspore-271-cann-83rc2-ascend-opp-kernels-…
+    # tilelang-mlir-ascend-100-npuir-mlir-pass-pipeline-run-segfault-valid-vector-kernel-…
+    "[NPU] MLIR pass pipeline (Pipeline.run) segfaults on a valid NPU vector kernel — near-identical kernel compiles fine",
 ]
 
 
@@ -68,6 +80,42 @@ def test_a_bare_error_line_is_read_when_no_rule_knows_it(tmp_path: Path, line: s
     f.write_text(line + "\n", encoding="utf-8")
     facts, _ = collect([str(f)], stripped_catalogue())  # no rule at all: only the paste reading can find the error
     assert [e["text"] for e in unclassified_events(facts)] == [line]
+
+
+# An issue title behind its tracker's tag: read as an error (the tag stripped like any prefix), whatever its words
+TITLES = [
+    # sglang-12835-npu-qwen3next-no-sglang-implementation-get-model-architecture-2025
+    ("[Bug] Qwen3NextForCausalLM has no SGlang implementation", "Qwen3NextForCausalLM has no SGlang implementation"),
+    # vllm-ascend-6578-910b-a-x-v0140rc1-qwen3-32b-qknorm-rope-fusion-no-attribute-qkv-rmsnorm-rope-2026
+    ("[Bug]: 910B A+X 基于v0.14.0 vllm-ascend运行Qwen3-32B模型出现 no attribute qkv_rmsnorm_rope",
+     "910B A+X 基于v0.14.0 vllm-ascend运行Qwen3-32B模型出现 no attribute qkv_rmsnorm_rope"),
+    # vllm-ascend-1154-external-launcher-dp-assert-cpu-group-not-none-2025
+    ("[Bug]: external_launcher下无法感知data_parallel_size 导致cpu_group计算异常 assert self.cpu_group is not None",
+     "external_launcher下无法感知data_parallel_size 导致cpu_group计算异常 assert self.cpu_group is not None"),
+    # the tag alone makes it one (vllm-ascend-4120-v0110-glm45v-4x910b4-inference-slow-vs-h20-2025: no error word)
+    ("[Performance]: vllm-ascend 0.11.0 glm-4.5v on 910b4 推理缓慢", "vllm-ascend 0.11.0 glm-4.5v on 910b4 推理缓慢"),
+]
+
+
+@pytest.mark.parametrize(("line", "read"), TITLES)
+def test_an_issue_title_is_read_as_the_error(tmp_path: Path, line: str, read: str) -> None:
+    f = tmp_path / "title.log"
+    f.write_text(line + "\n", encoding="utf-8")
+    facts, _ = collect([str(f)], stripped_catalogue())
+    texts = [e["text"] for e in unclassified_events(facts)]
+    assert len(texts) == 1 and texts[0].endswith(read)  # with or without the tag (`[Bug]` is a prefix the reader strips)
+
+
+# Prose that only announces the error below it, and a tag that is not a fault report: no error of their own
+NOT_ERRORS = ["报错信息如下：", "[Feature]: support Qwen3-Next on 910B"]
+
+
+@pytest.mark.parametrize("line", NOT_ERRORS)
+def test_an_announcement_or_a_feature_request_is_not_an_error(tmp_path: Path, line: str) -> None:
+    f = tmp_path / "paste.txt"
+    f.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="none holds a line of a known log grammar"):
+        collect([str(f)], stripped_catalogue())
 
 
 def test_a_text_without_error_words_is_still_not_a_log(tmp_path: Path) -> None:
