@@ -118,7 +118,7 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             r"supported|exist|visible|open(?:ed)?|match(?:ed)?|divisible|compatible|implemented|enough|"
                             r"allowed|ready|initiali[sz]ed|comply|(?:set )?correctly)|does not (?:exist|match|comply|allow)|doesn't match|can not|"
                             r"(?:is|are)n't enough|must be set|expected\b.{1,80}\bbut (?:got|found|received)|"
-                            r"no such|killed|segmentation fault|core dumped|panic|has no attribute|no module named|is null|"
+                            r"no such|killed|segmentation fault|core dumped|panic|no module named|is null|"
                             r"undefined (?:symbol|reference)|command not found|"
                             r"null ?pointer|mismatch(?:ed|es)?|unsupport(?:ed)?|unavailable|illegal|incorrect|insufficient|"
                             r"overflow|out of memory|no space left|exceed(?:s|ed)?|corrupt(?:ed)?|abnormal|wrong|busy|"
@@ -171,7 +171,8 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             # an issue's title by its tracker's type tag (ISSUE_TITLE_RE, read on the line before its
                             # prefixes are stripped: `[Bug]` is one)
                             + ISSUE_TITLE_RE.pattern + "|"
-                            # what Python and a crash say without an error word (a title's `… no attribute qkv_rmsnorm_rope`,
+                            # what Python and a crash say without an error word (Python's `has no attribute`, also without
+                            # `has` as a title keeps it: `… no attribute qkv_rmsnorm_rope`,
                             # `X has no SGlang implementation`, `opp_kernels is not installed?`, `… segfaults on …`)
                             r"(?i:\b(?:has )?no attribute\b|\bhas no [\w.-]{1,40} implementation\b|\bnot installed\b|\bseg ?fault(?:s|ed|ing)?\b)|"
                             # a process's non-zero exit status (`return code: 137`, `exitcode: 1`)
