@@ -164,9 +164,10 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             # name of what failed)
                             r"(?:报错|失败|错误|无法|异常|不支持|找不到|卡住|卡死|超时|崩溃|乱码|出错|出现)[^\n]{0,300}?[A-Za-z]{3}|"
                             # ... or ending the statement of what failed (`编译…paddle lite报错`, `llama.cpp+CANN工作不正常`,
-                            # `torch-npu版本2.7.1与推荐CANN版本不匹配`; a CJK character's quantifier is grouped: the
-                            # pre-filter reads bytes, where `了?` would make only its last byte optional)
-                            r"(?:报错|失败|出错|异常|不正常|不匹配|卡住|卡死|超时|崩溃|乱码)(?:了)?[\s。.!！?？)）]{0,3}$|"
+                            # `torch-npu版本2.7.1与推荐CANN版本不匹配`, `…提示算子不支持`, `…推理缓慢`, `…性能很差`; a CJK
+                            # character's quantifier is grouped: the pre-filter reads bytes, where `了?` would make only
+                            # its last byte optional)
+                            r"(?:报错|失败|出错|异常|不正常|不匹配|不支持|卡住|卡死|卡顿|超时|崩溃|乱码|缓慢|(?:很|非常|特别)(?:慢|差))(?:了)?[\s。.!！?？)）]{0,3}$|"
                             r"报(?= ?[A-Za-z]{3})|"
                             # an issue's title by its tracker's type tag (ISSUE_TITLE_RE, read on the line before its
                             # prefixes are stripped: `[Bug]` is one)

@@ -71,6 +71,9 @@ WIDER = [
     "Question:Ascend opp_kernels is not installed?",  # mindspeed-llm-2-mindspore-271-cann-83rc2-ascend-opp-kernels-…
     # tilelang-mlir-ascend-100-npuir-mlir-pass-pipeline-run-segfault-valid-vector-kernel-…
     "[NPU] MLIR pass pipeline (Pipeline.run) segfaults on a valid NPU vector kernel — near-identical kernel compiles fine",
+    # round 59: the statement ending in what failed: an operator not supported, slowness
+    "310P上图模式运行InternVL2 8B提示算子不支持",  # dlinfer-221-310p-graph-mode-internvl2-atbgraph-compile-op-unsupported-2025
+    "vllm-ascend 0.11.0 glm-4.5v on 910b4 推理缓慢",  # vllm-ascend-4120-… (the title without its [Performance] tag)
 ]
 
 
