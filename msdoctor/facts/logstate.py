@@ -194,7 +194,8 @@ MIXED_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|err|fail(?:ed|ure|s
                             r"(?:does|do|is|are)(?: not|n't) (?:exist|match|support(?:ed)?)|no such|no module named|"
                             r"has no attribute|undefined symbol|mismatch(?:ed|es)?|unsupport(?:ed)?|out of memory|"
                             r"incompatible|time[ds]? ?out|timeout|(?:loss|norm)\W{0,4}(?:is\s)?-?nan|overflow)\b)|"
-                            r"[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)\b|报错|失败|错误|"
+                            # the Chinese words of a failure as the plain paste reads them (`…上触发了不支持的 NPU 算子`)
+                            r"[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)\b|报错|失败|错误|不支持|无法|异常|超时|崩溃|出错|卡住|卡死|"
                             r"(?i:expected\b.{1,80}\bbut (?:got|found|received))")
 
 # A traceback's source line that opens the exception it raises, its message on the next lines (`raise ImportError(`,

@@ -47,6 +47,19 @@ def test_the_error_in_prose_beside_a_quiet_log_is_read(tmp_path: Path) -> None:
     assert len(texts) == 1 and "only support mode=constant" in texts[0]
 
 
+def test_a_chinese_statement_of_the_failure_beside_a_quiet_log_is_read(tmp_path: Path) -> None:
+    """An issue's title that says in Chinese what failed, beside a log whose one line names its level (WARNING):
+    the failure words the plain paste reads (不支持, 无法, 异常, …) count here too."""
+    # mineru-5312-pp-ocrv6-310p-nantonum-inner-error-unsupported-npu-op-2026 (paste.log's loguru line, title.log)
+    warning = ("2026-07-17 03:02:25.065 | WARNING | mineru.backend.hybrid.hybrid_analyze:"
+               "_apply_medium_table_orientation_labels:439 - Hybrid medium effort table orientation classification "
+               "failed: The Inner error is reported as above. The process exits for this inner error, and the current "
+               "working operator name is NanToNum.")
+    title = "MinerU 3.4 的 PP-OCRv6 在 300i/310P 上触发了不支持的 NPU 算子"
+    texts = _unclassified(tmp_path, [warning, title])
+    assert texts == [title], texts
+
+
 def test_a_line_that_names_its_level_is_not_an_error(tmp_path: Path) -> None:
     assert _unclassified(tmp_path, [*GLOG, GO_INFO, PY_WARNING]) == []
 
