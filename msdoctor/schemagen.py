@@ -24,15 +24,22 @@ def _snapshots_from_samples(root: Path) -> Iterable[dict[str, Any]]:
     """The commands' own dumps of the bundled samples (real collectors over real inputs)."""
     import contextlib
     import io
+    import os
     import tempfile
+    from unittest import mock
 
     from msdoctor.cli import main
+    from msdoctor.facts.env import relevant
 
     runs = [["logs", str(p)] for p in sorted((root / "samples" / "logs").iterdir()) if p.is_dir()]
     runs += [["analyze", str(p)] for p in sorted((root / "samples" / "profiles").iterdir()) if p.is_dir()]
     runs += [["preflight", "--root", str(p)] for p in sorted((root / "samples" / "roots").iterdir()) if p.is_dir()]
     runs += [["preflight", "--rank-table", str(p)] for p in sorted((root / "samples" / "ranktables").glob("*.json"))]
-    with tempfile.TemporaryDirectory() as tmp:
+    # preflight keeps the launch variables of this process's environment (msdoctor.facts.env.relevant): the samples are
+    # run without those of the shell that regenerates the file (a developer's PYTHONPATH, a CI job's ASCEND_*), so the
+    # schema says what the samples hold, not who ran the generator; PATH stays (the commands look programs up in it)
+    scrubbed = {k: v for k, v in os.environ.items() if k == "PATH" or not relevant(k)}
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, scrubbed, clear=True):
         for i, argv in enumerate(runs):
             out = Path(tmp) / f"{i}.json"
             sink = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")

@@ -52,3 +52,15 @@ def test_meta_must_be_an_object(tmp_path: Path) -> None:
     f.write_text(json.dumps({"format": "msdoctor-facts/1", "meta": 1, "facts": {}}))
     with pytest.raises(InputError, match="'meta' must be an object"):
         Facts.load(f)
+
+
+def test_the_generated_schema_does_not_depend_on_the_shell_that_runs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """preflight keeps the launch variables of its own environment: a developer's PYTHONPATH or HCCL_* exported in the
+    shell that runs `python -m msdoctor.schemagen --write` once became keys of the shipped schema (round 59)."""
+    from msdoctor import schemagen
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    monkeypatch.setenv("HCCL_MSDOCTOR_SCHEMAGEN_TEST", "1")
+    text = json.dumps(schemagen.build(root), indent=1, sort_keys=True, default=str)
+    assert "HCCL_MSDOCTOR_SCHEMAGEN_TEST" not in text and "PYTHONPATH" not in text
