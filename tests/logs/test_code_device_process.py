@@ -45,7 +45,9 @@ def test_host_memory_code_fix_is_about_host_memory():
          "the device is damaged.", "ENV050", "ECC"),
         ("E39001: [PID: 7] 2026-01-01-00:00:00.000.000 The argument is invalid.", "ENV050", "invalid length"),
         ("[PID: 7] 2026-01-01-00:00:00.000.000 Resource_Error_Insufficient_Host_Memory(EL0018): Failed to allocate "
-         "1024 bytes host memory requested by hdc module.", "MEM040", "host memory"),
+         # MEM007, the host-memory allocation rule, reads this wording since round 59 (EH0010's `bytes host memory`
+         # without "of"): host memory either way, now with the size
+         "1024 bytes host memory requested by hdc module.", "MEM007", "bytes 1024"),
         ("[PID: 7] 2026-01-01-00:00:00.000.000 Inner_Error_Queue_Scheduler_Init_Failed(EM9002): Failed to initialize "
          "the queue_schedule process.", "ENV050", "queue_schedule"),
     ],
