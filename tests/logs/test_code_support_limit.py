@@ -96,12 +96,15 @@ def test_tiling_error_code_alone_heads_as_operator_input(tmp_path):
     [
         # the runtime error reference's own examples (mirror-cann/runtime docs/zh/error_code_ref), with the code
         # in front as the runtime prints it: a context mismatch is the environment's, as 107003
+        # (since round 59 ENV082, the stream/context rule, reads this wording and heads with the call it names)
         ("EE1010: MemCopy2DAsync execution failed because stream does not belong to the current context. Extended "
-         "information: stream_id=61, stream_ctx=0x56519b7e0ee0, cur_ctx=0x5651a0428090.", "ENV050", "another context"),
-        # host / scheduling resources, as EE1013 and EE1023
-        ("EE1021: The runtime module failed to create host semaphore through API sem_init.", "MEM040", "host resource"),
+         "information: stream_id=61, stream_ctx=0x56519b7e0ee0, cur_ctx=0x5651a0428090.", "ENV082", "MemCopy2DAsync"),
+        # host / scheduling resources, as EE1013 and EE1023 (MEM049 reads the host semaphore since round 59)
+        ("EE1021: The runtime module failed to create host semaphore through API sem_init.", "MEM049", "sem_init"),
+        # a stream's task queue over its limit: CANN files it as an execution error, and RT027 (round 59) reads it as
+        # the runtime's (the code table routes EE1019 there too)
         ("EE1019: Allocating task info failed. Reason: The number of pending tasks in the stream exceeds the limit.",
-         "MEM040", "room for tasks"),
+         "RT027", "pending tasks"),
         # an invalid argument stays the operator family's (the corpus's EE1003 cases are kernel launches refused for
         # an op's empty input, which NUM049 reads); the reference's own example
         ("EE1003: rtsStreamSetAttribute failed because value -5 for parameter stmAttrId is invalid. Expected value: "
