@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from msdoctor.engine.catalogue import Rule
+from msdoctor.engine.catalogue import LinePattern, Rule
 from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.errors import CatalogueError
 from msdoctor.facts.logformats import (
@@ -195,7 +195,7 @@ MIXED_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|err|fail(?:ed|ure|s
                             r"has no attribute|undefined symbol|mismatch(?:ed|es)?|unsupport(?:ed)?|out of memory|"
                             r"incompatible|time[ds]? ?out|timeout|(?:loss|norm)\W{0,4}(?:is\s)?-?nan|overflow)\b)|"
                             # the Chinese words of a failure as the plain paste reads them (`…上触发了不支持的 NPU 算子`)
-                            r"[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)\b|报错|失败|错误|不支持|无法|异常|超时|崩溃|出错|卡住|卡死|"
+                            r"[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)\b|报错|失败|错误|不支持|异常|超时|崩溃|出错|卡住|卡死|"
                             r"(?i:expected\b.{1,80}\bbut (?:got|found|received))")
 
 # A traceback's source line that opens the exception it raises, its message on the next lines (`raise ImportError(`,
@@ -303,7 +303,7 @@ class _FileState:
         self.progress_first: dict[str, Any] | None = None
         self.progress_last: dict[str, Any] | None = None
         self.progress_count = 0
-        self.progress_shapes: dict[str, tuple[Rule, re.Pattern[str]]] = {}
+        self.progress_shapes: dict[str, tuple[Rule, LinePattern]] = {}
         self.last_traceback: int | None = None
         self.exceptions: deque[dict[str, Any]] = deque(maxlen=3)
         self.pids: dict[int, int] = {}
