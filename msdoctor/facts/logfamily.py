@@ -17,6 +17,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from msdoctor.engine.catalogue import cjk_boundaries
+
 AREAS = ("COMM", "MEM", "NUM", "ENV", "PAR", "DATA", "CKPT", "RT", "PERF")
 EXC_RE = re.compile(r"\b(?P<type>[A-Z]\w{0,60}?(?:Error|Exception))\b")
 MAX_LINE = 4096
@@ -188,7 +190,7 @@ def parse(doc: dict[str, Any]) -> Families:
         pairs = list(body["keywords"]) + list(extra.get(area, {}).get("keywords", []))
         if doc.get("mismatch", {}).get("area") == area:  # round 48: attribute / signature mismatches ([mismatch])
             pairs += list(doc["mismatch"]["keywords"])
-        kws = tuple((re.compile(p, re.I), p, float(w)) for p, w in pairs)
+        kws = tuple((re.compile(cjk_boundaries(p), re.I), p, float(w)) for p, w in pairs)  # `…报NotImplementedError`
         fams.append(Family(area, kws))
     if "mismatch" in doc and doc["mismatch"].get("area") not in doc["areas"]:
         raise ValueError(f"error_families.toml: [mismatch] names unknown area {doc['mismatch'].get('area')!r}")
