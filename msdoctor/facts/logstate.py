@@ -194,7 +194,8 @@ MIXED_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|err|fail(?:ed|ure|s
                             r"(?:does|do|is|are)(?: not|n't) (?:exist|match|support(?:ed)?)|no such|no module named|"
                             r"has no attribute|undefined symbol|mismatch(?:ed|es)?|unsupport(?:ed)?|out of memory|"
                             r"incompatible|time[ds]? ?out|timeout|(?:loss|norm)\W{0,4}(?:is\s)?-?nan|overflow)\b)|"
-                            # the Chinese words of a failure as the plain paste reads them (`…上触发了不支持的 NPU 算子`)
+                            # Chinese words of a failure (`…上触发了不支持的 NPU 算子`), the plain paste's less 无法: beside a
+                            # quiet log a title's `无法成功 torch.compile …` says what never finished, not what failed
                             r"[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)\b|报错|失败|错误|不支持|异常|超时|崩溃|出错|卡住|卡死|"
                             r"(?i:expected\b.{1,80}\bbut (?:got|found|received))")
 
