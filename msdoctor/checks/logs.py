@@ -8,6 +8,7 @@ root cause and every other rank's error is a consequence.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Iterable, Iterator, Mapping
@@ -914,3 +915,35 @@ def finished_then_tbe_orphan(facts: Facts, params: Mapping[str, Any]) -> Iterato
         yield Hit(message=msg, evidence=tuple(x for x in (_ev(m), _ev(o)) if x), rank=o.get("prank"), step=None,
                   data={"role": "root", "finished_line": m.get("line"), "orphan_line": o.get("line")})  # fmt: skip
         return
+
+
+@check_params(min_ratio=float, min_rise=float, window=int)
+def loss_diverged(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """NUM204: a finite loss of a progress line far above the losses logged before it: a divergence that no line
+    calls an error. Each file's curve on its own (a rank's files, or a paste's with no rank); the first jump only."""
+    ranks: dict[str, Rank] = facts.need("logs.ranks")
+    ratio, rise, w = float(params["min_ratio"]), float(params["min_rise"]), int(params["window"])
+    curves: list[tuple[int | None, dict[str, Any]]] = [(int(r), c) for r in sorted(ranks, key=int)
+                                                       for c in ranks[r].get("losses") or []]  # fmt: skip
+    curves += [(None, c) for c in (facts.get_known("logs.launcher") or {}).get("losses") or []]
+    for rank, curve in curves:
+        hist: list[float] = []
+        for step, x, line in curve.get("points") or []:
+            if not isinstance(x, (int, float)) or not math.isfinite(x):
+                continue  # a NaN / inf loss is the line rules' (they read it where it is printed)
+            m = statistics.median(hist[-w:]) if hist else 0.0
+            if m > 0 and x >= ratio * m and x - m >= rise:
+                at = f"step {step}" if step is not None else f"line {line}"
+                on = f" on rank {rank}" if rank is not None else ""
+                yield Hit(
+                    message=f"the loss rose from {m:.4g} to {x:.4g} ({x / m:.3g}×) at {at}{on}: the training diverged "
+                            f"without a NaN (a finite loss, which no error line reports)",
+                    evidence=(Evidence(text=f"{curve['file']}:{line}: loss {x:.6g} after a median of {m:.6g} over the "
+                                            f"{len(hist[-w:])} loss(es) logged before it",
+                                       fact="logs.ranks" if rank is not None else "logs.launcher"),),
+                    rank=rank,
+                    step=step,
+                    data={"loss": x, "median": m, "file": curve["file"], "line": line},
+                )
+                return
+            hist.append(float(x))

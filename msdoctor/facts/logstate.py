@@ -219,6 +219,8 @@ _DIGITS = re.compile(r"\d+")
 
 TS_BYTES_RE = re.compile(rb"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}[.:]\d{3}\.\d{3}")
 
+LOSS_POINTS = 512  # the points of a file's loss curve kept (thinned by half each time it fills)
+
 PROGRESS_HINT = "step"  # progress lines (LossMonitor, mindformers) carry no time stamp of their own
 
 TS_IN_LINE = ":"  # cheap guard before the stamp search
@@ -305,6 +307,11 @@ class _FileState:
         self.progress_last: dict[str, Any] | None = None
         self.progress_count = 0
         self.progress_shapes: dict[str, tuple[Rule, LinePattern]] = {}
+        # the loss of each progress line that prints one ([step, loss, line]), every `loss_stride`-th once the
+        # series is long (a long run's curve halved each time it reaches LOSS_POINTS): the log's loss curve
+        self.losses: list[list[Any]] = []
+        self.loss_seen = 0
+        self.loss_stride = 1
         self.last_traceback: int | None = None
         self.exceptions: deque[dict[str, Any]] = deque(maxlen=3)
         self.pids: dict[int, int] = {}
@@ -495,6 +502,13 @@ def frames_before(read: Callable[[int, int], bytes], pos: int) -> list[str]:
 
 BannerLookup = Callable[[], dict[str, str]]
 
+def _loss_value(v: str | None) -> float | None:
+    """A progress line's loss as a number (`2.31`, `1.084016E+01`, mindformers' `[2.31`, `nan`, `inf`)."""
+    try:
+        return float(v.strip("[] ")) if v else None
+    except ValueError:
+        return None
+
 def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | None, ts_text: str | None,
               groups: dict[str, str], lookup: TsLookup | None) -> dict[str, Any]:  # fmt: skip
     step = int(groups["step"]) if (groups.get("step") or "").isdigit() else None
@@ -504,6 +518,13 @@ def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | No
         ev["_lookup"] = lookup  # resolved for the first and last progress line only (resolve_progress)
     if st.progress_last is None or st.progress_last["line"] != lineno:
         st.progress_count += 1
+        loss = _loss_value(groups.get("loss"))
+        if loss is not None:
+            if st.loss_seen % st.loss_stride == 0:
+                st.losses.append([step, loss, lineno])
+                if len(st.losses) >= LOSS_POINTS:
+                    st.losses, st.loss_stride = st.losses[::2], st.loss_stride * 2
+            st.loss_seen += 1
     if st.progress_first is None:
         st.progress_first = ev
     st.progress_last = ev
@@ -1006,6 +1027,7 @@ def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, An
         "first_events": st.first_events,
         "since_progress": recent,
         "progress": {"count": st.progress_count, "first": st.progress_first, "last": st.progress_last},
+        "losses": st.losses,
         "last_traceback": st.last_traceback,
         "open_traceback": _open_traceback(st),
         "exceptions": list(st.exceptions),
