@@ -128,6 +128,13 @@ def _cause_wrappers(fam: Families, block: str) -> tuple[list[tuple[int, int]], s
     return ([(s, e) for s, e, _t in found], named) if named else ([], set())
 
 
+# `cannot import name 'build_dataset_loader' from 'mindformers.dataset.dataloader'`, `failed to import X`: the object of
+# an import is a module or a name in one (an install or a release that lacks it: ENV in every corpus case of the
+# shape), never the dataset or the checkpoint its module is named after
+IMPORT_VERB_RE = re.compile(r"\bimport\b", re.I)
+IMPORT_AREAS = frozenset({"ENV"})
+
+
 @dataclass(frozen=True)
 class Absence:
     """A statement that something was not found, does not exist or could not be found / opened / loaded
@@ -163,7 +170,10 @@ class Absence:
                 after = self.AFTER.match(block, m.end())
                 end = after.end() if after else m.end()
                 text = block[start:end]
-                areas = frozenset(a for a, orx in self.objects if orx.search(text))
+                if not before and IMPORT_VERB_RE.search(m.group(0)):
+                    areas = IMPORT_AREAS  # what an import lacks is code, whatever its module is named after
+                else:
+                    areas = frozenset(a for a, orx in self.objects if orx.search(text))
                 if areas:
                     out.append((start, end, areas, text.strip()))
         return out

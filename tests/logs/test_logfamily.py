@@ -299,6 +299,16 @@ def test_the_words_beside_an_absent_object_do_not_count() -> None:
     assert sc["DATA"] == (1.0, ["FileNotFoundError"]), sc
 
 
+def test_an_import_lacks_code_whatever_its_module_is_named_after() -> None:
+    # the csdn-139106097 case's line as pasted (mindformers' build_dataset_loader): the module path names a dataset,
+    # the import is still an install's (ENV); before, the statement's object read DATA and outweighed ImportError
+    line = ("ImportError cannot import name \"build dataset loader' from 'mindformers.dataset. dataloader' "
+            "(/opt/mindformers/mindformers/dataset/dataloader/init.py)")
+    c = classify([line])
+    assert c is not None and c.area == "ENV", scores([line])
+    assert any(w.startswith("cannot import name") for w in scores([line])["ENV"][1])  # the statement is ENV's
+
+
 @pytest.mark.parametrize(("line", "area"), ABSENCE_KEEPS)
 def test_absence_of_another_areas_object_keeps_its_area(line: str, area: str | None) -> None:
     c = classify([line])
