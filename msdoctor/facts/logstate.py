@@ -565,6 +565,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         rank: int | None = None
         level_error = False
         prefix_level: str | None = None
+        raw: str | None = None  # the line with the prefixes stripped below, for a rule written with them in it
         if parse_line(piece).grammar == "plain" or piece[:1] in " \t\x1b":
             pre = strip_prefix_info(piece)
             prefix_level = pre.level
@@ -588,6 +589,8 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             prose = piece[: len(piece) - len(pre.text)] if pre.text and piece.endswith(pre.text) else ""
             if prose and CJK_RE.search(prose):
                 _prose_context(st, spec, prose, lineno, ts_lookup)
+            if pre.text != piece:
+                raw = piece
             piece, rank = pre.text, pre.rank
             if pre.level is not None:  # a log line by its prefix (glog, MindIE, vLLM …) even if its message is not
                 st.recognised += 1
@@ -596,7 +599,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
         if _elastic(st, piece, lineno):
             continue
         _handle_line(st, spec, piece, lineno, ts_lookup, banner_lookup, next_is_rule, rank, next_line, level_error,
-                     frames_lookup, prefix_level)
+                     frames_lookup, prefix_level, raw)
         if len(pieces) > 1:  # a later line of the same string without a stamp of its own has this one's
             rec = parse_line(piece)
             if rec.time is not None:
@@ -725,9 +728,11 @@ def _incomplete(spec: ScanSpec, matches: list[Any]) -> bool:
 def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: TsLookup,
                  banner_lookup: BannerLookup, next_is_rule: Callable[[], bool], prank: int | None,
                  next_line: Callable[[], str] | None = None, level_error: bool = False,
-                 frames_lookup: FramesLookup | None = None, prefix_level: str | None = None) -> None:  # fmt: skip
+                 frames_lookup: FramesLookup | None = None, prefix_level: str | None = None,
+                 raw: str | None = None) -> None:  # fmt: skip
     """One candidate line. ``ts_lookup`` finds the nearest earlier time stamp for lines without one (progress
-    lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path."""
+    lines defer it to the end of the file); a progress line seen before with other numbers takes a fast path.
+    ``raw``: the line before its prefixes were stripped (``text`` is what is left), when any were."""
     key = _DIGITS.sub("", text)
     fast = st.progress_shapes.get(key)
     if fast is not None:  # a per-step line seen before with other numbers: only its step matters
@@ -753,6 +758,15 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if next_line is not None and rec.grammar == "python-exc" and rec.exc_type and rec.message == text:
         text, rec = _join_what(st, text, rec, lineno, next_line)
     matches = spec.sigs.match(text)
+    if raw is not None:
+        # A rule whose pattern holds what the prefix stripping took off (torch_npu's `[E410 … compiler_depend.ts:418]
+        # setup failed!`, pip's `ERROR: LeakSanitizer: …`, `error: Failed to compile BiShengLIR`): its fixture line
+        # fires on the whole line, so the scanner reads the whole line too (rules the message already fired keep
+        # the message's match)
+        have = {m.rule.id for m in matches}
+        extra = [m for m in spec.sigs.match(raw) if m.rule.id not in have]
+        if extra:
+            matches = [*matches, *extra]
     if next_line is not None and _incomplete(spec, matches) and (
         matches or rec.is_error or BARE_ERROR_RE.match(text) or CODE_HINT_RE.search(text) or OPEN_TAIL_RE.search(text)
     ):
