@@ -81,9 +81,20 @@ def test_any_character_but_a_newline_is_any_character_of_a_line_for_grep():
     from msdoctor.facts.loggrep import to_ere
 
     # grep reads lines without their newline: `[^\n]` is `.` (it once became `[^]`, which grep refuses)
-    assert to_ere(r"is illegal\b[^\n]{0,60}?allocated with") == r"is illegal\b.{0,60}allocated with"
+    assert to_ere(r"is illegal\b[^\n]{0,60}?allocated with") == r"is illegal\b.*allocated with"  # {0,60}: see below
     assert to_ere(r"a[^x\n]b") == "a[^x]b"  # a class with more in it keeps the rest
     assert to_ere(r"\[x\][^\n]") == r"\[x\]."  # an escaped bracket is a literal, not a class
+
+
+def test_a_long_bounded_repetition_is_unbounded_for_grep():
+    from msdoctor.facts.loggrep import BIG_REPEAT_MIN, to_ere
+
+    # round 60: NUM123's `[^()\n]{0,400}`, ENV233's `{0,200}` … `{1,300}` and a few more unanchored signatures together
+    # made grep's DFA explode (79 s on the fixture lines, 0.55 s with this); `*` / `+` match more lines, never fewer
+    assert to_ere(r"(?P<case>[A-Z]{1,40}\([^()\n]{0,400}\)):\s{0,4}") == r"([A-Z]+\([^()]*\)):[[:space:]]{0,4}"
+    assert to_ere(r"x.{1,300}y") == "x.+y" and to_ere(r"x\d{2,300}y") == "x[0-9]+y"
+    assert to_ere(r"x\d{1,%d}y" % (BIG_REPEAT_MIN - 1)) == "x[0-9]{1,%d}y" % (BIG_REPEAT_MIN - 1)  # short ones stay
+    assert to_ere(r"a[{]{0,300}b\{1,300\}") == r"a[{]*b\{1,300\}"  # a brace in a class or escaped is a literal
 
 
 def test_a_lookbehind_is_dropped_for_grep_like_a_lookahead():
