@@ -219,9 +219,13 @@ def _merge_rank(rank: int, scans: list[dict[str, Any]]) -> dict[str, Any]:
         "last_time": max(last_times) if last_times else None,
         "cluster_up": min(ups) if ups else None,
         "pids": sorted({p for s in scans for p in s.get("pids", [])}),
-        # each file's loss curve (its progress lines' losses, [step, loss, line]): NUM204 reads a divergence there
-        "losses": [{"file": s["path"], "points": s["losses"]} for s in scans if s.get("losses")],
+        "losses": _loss_curves(scans),
     }
+
+
+def _loss_curves(scans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each file's loss curve (its progress lines' losses, [step, loss, line]): NUM204 reads a divergence there."""
+    return [{"file": s["path"], "points": s["losses"]} for s in scans if s.get("losses")]
 
 
 def _open_tb(scans: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -494,7 +498,7 @@ def _launcher_facts(scans: list[dict[str, Any]], pid_rank: dict[int, int], has_f
     uniq = {(e["file"], e["line"], e.get("rule")): e for e in events}
     ordered = sorted(uniq.values(), key=_time_key)
     out: dict[str, Any] = {"files": [s["path"] for s in scans], "events": ordered[:80]}
-    losses = [{"file": s["path"], "points": s["losses"]} for s in scans if s.get("losses")]
+    losses = _loss_curves(scans)
     if losses:  # a pasted excerpt's loss curve (no rank): NUM204 reads it as a rank's
         out["losses"] = losses
     tb = _open_tb(scans)
