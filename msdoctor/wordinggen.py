@@ -47,8 +47,8 @@ FALLBACK_CHECKS = ("logs.error_family", "logs.wording_guess")  # their titles ar
 
 
 def stripped_catalogue() -> Catalogue:
-    """The catalogue without its signature rules (progress rules kept: they say where a rank was)."""
-    return Catalogue([r for r in load_from(rules_root()) if not r.signatures or r.role == "progress"])
+    """The catalogue without its signature rules and their twins (progress rules kept: they say where a rank was)."""
+    return Catalogue([r for r in load_from(rules_root()) if not (r.signatures or r.twin_of) or r.role == "progress"])
 
 
 def case_blocks(path: Path, catalogue: Catalogue) -> list[tuple[list[str], list[str]]]:

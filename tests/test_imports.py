@@ -64,7 +64,7 @@ def test_logs(tmp_path: Path) -> None:
     )
     r = run_command(["logs", str(log), "--json"], tmp_path)
     assert r["code"] == 1, r["stderr"]
-    assert '"PAR001"' in str(r["stdout"]), "logs did not scan the file (PAR001 expected)"
+    assert '"NUM096"' in str(r["stdout"]), "logs did not scan the file (NUM096, PAR001's twin, expected)"
     assert r["heavy"] == [], f"msdoctor logs imported {r['heavy']}"
 
 

@@ -91,10 +91,17 @@ def _signatures() -> Any:
 
 
 def classify(text: str) -> tuple[Any, str] | None:
-    """The first catalogue signature rule that matches a line of ``text`` (exception message/traceback)."""
+    """The first catalogue signature rule that matches a line of ``text`` (exception message/traceback); a rule
+    with a twin is its twin where the text names no parallel layout (msdoctor/facts/layout.py)."""
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.facts.layout import layout_named
+
     sigs = _signatures()
     for line in text.splitlines():
         for m in sigs.match(line):
+            twin = load_catalogue().twins().get(m.rule.id)
+            if twin is not None and layout_named(text.encode("utf-8", "replace"), []) is None:
+                return load_catalogue().get(twin), line.strip()
             return m.rule, line.strip()
     return None
 

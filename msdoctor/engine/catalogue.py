@@ -161,10 +161,11 @@ class Rule:
     preflight_group: str | None = None
     every_poll: bool = False
     other_causes: str | None = None
+    twin_of: str | None = None  # a twin: reports the lines of this signature rule where no parallel layout is named
 
     @property
     def kind(self) -> str:
-        return "signature" if self.signatures else "check"
+        return "twin" if self.twin_of else "signature" if self.signatures else "check"
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -197,6 +198,8 @@ class Rule:
             d["every_poll"] = True
         if self.other_causes:
             d["other_causes"] = self.other_causes
+        if self.twin_of:
+            d["twin_of"] = self.twin_of
         return d
 
 
@@ -291,9 +294,18 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
     check = doc.get("check")
     if check is not None and (not isinstance(check, str) or not CHECK_RE.match(check)):
         raise CatalogueError(f"{path}: field 'check' must name 'module.function' in msdoctor/checks")
-    if bool(sigs) == bool(check):
+    twin = doc.get("twin_of")
+    if twin is not None:
+        if not isinstance(twin, str) or not ID_RE.match(twin):
+            raise CatalogueError(f"{path}: field 'twin_of' must be a rule id")
+        if sigs or check:
+            raise CatalogueError(f"{path}: a twin (field 'twin_of') has neither 'signatures' nor 'check': it reports "
+                                 f"the lines of {twin}")  # fmt: skip
+    elif bool(sigs) == bool(check):
         raise CatalogueError(f"{path}: a rule has either 'signatures' or 'check' (exactly one)")
-    source = doc.get("source", "log" if sigs else None)
+    source = doc.get("source", "log" if sigs or twin else None)
+    if twin is not None and source != "log":
+        raise CatalogueError(f"{path}: a twin (field 'twin_of') is a log rule (source 'log')")
     if source not in SOURCES:
         raise CatalogueError(f"{path}: field 'source' must be one of {SOURCES}, got {source!r}")
     params = doc.get("params", {})
@@ -317,7 +329,7 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         raise CatalogueError(f"{path}: field 'other_causes' must be a text of at least 40 characters")
     known = set(TEXT_FIELDS) | {
         "id", "area", "severity", "references", "role", "signatures", "check", "source", "params",
-        "seed", "seed_correction", "status", "preflight_group", "every_poll", "other_causes",
+        "seed", "seed_correction", "status", "preflight_group", "every_poll", "other_causes", "twin_of",
     }  # fmt: skip
     extra = sorted(set(doc) - known)
     if extra:
@@ -338,6 +350,7 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         preflight_group=group,
         every_poll=every_poll,
         other_causes=other.strip() if other else None,
+        twin_of=twin,
         **texts,
     )
 
@@ -419,6 +432,29 @@ class Catalogue:
             if t.replaced_by is not None and t.replaced_by not in self._rules:
                 raise CatalogueError(f"{t.path}: field 'replaced_by' {t.replaced_by!r} is not an active rule")
 
+    def check_twins(self) -> None:
+        """Each twin names an active signature rule of its own role and severity, one twin per rule (run on the
+        whole catalogue by :func:`load_from`; a subset — the wording model's, a test's — may lack a twin's rule)."""
+        twins: dict[str, str] = {}
+        for r in self._rules.values():
+            if r.twin_of is None:
+                continue
+            of = self._rules.get(r.twin_of)
+            if of is None or of.kind != "signature":
+                raise CatalogueError(f"{r.path}: field 'twin_of' {r.twin_of!r} is not an active signature rule")
+            if (of.role, of.severity) != (r.role, r.severity):
+                raise CatalogueError(f"{r.path}: a twin has the role and severity of {of.id} ({of.role}, {of.severity.value})")
+            if of.id in twins:
+                raise CatalogueError(f"{r.path}: {of.id} already has the twin {twins[of.id]}")
+            twins[of.id] = r.id
+
+    def twins(self) -> dict[str, str]:
+        """Signature rule → its twin: the rule that reports its lines in an input naming no parallel layout
+        (a shape or dtype refusal of one operator is a model/config error there, not a sharding one). Read from
+        the rules at each call: a catalogue without the twin (bench/leaveout.py switches rules off) reports the
+        lines as the signature rule's."""
+        return {r.twin_of: r.id for r in self._rules.values() if r.twin_of is not None and r.twin_of in self._rules}
+
     @property
     def tombstones(self) -> list[Tombstone]:
         return sorted(self._tombstones.values(), key=lambda t: t.id)
@@ -491,7 +527,9 @@ def load_from(root: Path, *, check_params: bool = True) -> Catalogue:
             if check_params:
                 validate_params(entry)
             rules.append(entry)
-    return Catalogue(rules, tombstones)
+    catalogue = Catalogue(rules, tombstones)
+    catalogue.check_twins()
+    return catalogue
 
 
 @cache

@@ -318,7 +318,7 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         where = "; ".join(f"{d or '.'} ({n} file(s))" for d, n in sorted(found_jobs.items())[:6])
         raise InputError(f"{', '.join(paths)} holds the logs of {len(found_jobs)} separate jobs (the same rank's log in "
                          f"several folders: {where}); run msdoctor logs on one job's folder at a time")  # fmt: skip
-    return facts_from_scans(scans, skipped)
+    return facts_from_scans(scans, skipped, catalogue)
 
 
 def jobs_of(scans: list[dict[str, Any]]) -> dict[str, int]:
@@ -350,9 +350,14 @@ def jobs_of(scans: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, Any]] = ()) -> tuple[Facts, LogScan]:
+def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, Any]] = (),
+                     catalogue: Catalogue | None = None) -> tuple[Facts, LogScan]:  # fmt: skip
     facts = Facts()
     scan = LogScan(files=scans, skipped=list(skipped))
+    layout = next(({"text": s["parallel_layout"], "file": s["path"]} for s in scans
+                   if s.get("readable") and s.get("parallel_layout")), None)  # fmt: skip
+    if layout is None:
+        _report_as_twins(scans, (catalogue or load_catalogue()).twins())
     for s in scans:
         scan.skipped.extend(s.get("skipped", []))
         if s.get("readable") and s.get("recognised", 1) == 0 and len(scans) > 1:
@@ -408,10 +413,35 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     for s in scans:
         _elastic_kill_hit(s)
     facts.set("logs.hits", signature_hits(scan), SOURCE)
+    facts.set("logs.parallel_layout", layout or {}, SOURCE)
     # A skipped file still says, by its name, whose log it was: a rank whose only log is unreadable is not
     # "silent", and the verdict must say so rather than read its silence as a hang.
     facts.set("logs.skipped", [dict(k, rank=rank_from_path(str(k.get("file", "")))[0]) for k in scan.skipped], SOURCE)
     return facts, scan
+
+
+def _report_as_twins(scans: list[dict[str, Any]], twins: dict[str, str]) -> None:
+    """In an input that names no parallel layout (msdoctor/facts/layout.py), the lines of a rule that has a twin
+    (`twin_of` in the twin's TOML: an operator's shape or dtype refusal, PAR → NUM) are the twin's: every event and
+    hit of the scans is renamed in place, before the ranks' facts and the hits are built from them."""
+    if not twins:
+        return
+
+    def rename(ev: Any) -> None:
+        if isinstance(ev, dict) and ev.get("rule") in twins:
+            ev["rule"] = twins[ev["rule"]]
+
+    for s in scans:
+        hits = s.get("hits") or {}
+        for rid in [r for r in hits if r in twins]:
+            h = hits.pop(rid)
+            rename(h.get("first"))
+            rename(h.get("last"))
+            hits[twins[rid]] = h
+        for key in ("first_events", "since_progress", "exceptions", "elastic"):
+            for ev in s.get(key) or []:
+                rename(ev)
+        rename(s.get("last_traceback"))
 
 
 MAX_FIRSTS = 5

@@ -16,6 +16,7 @@ from typing import Any
 from msdoctor.engine.catalogue import LinePattern, Rule
 from msdoctor.engine.evaluate import SignatureSet
 from msdoctor.errors import CatalogueError
+from msdoctor.facts.layout import layout_named
 from msdoctor.facts.logformats import (
     CPP_TERMINATE_RE,
     CPP_WHAT_RE,
@@ -1044,6 +1045,7 @@ def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, An
         "losses": st.losses,
         "last_traceback": st.last_traceback,
         "open_traceback": _open_traceback(st),
+        "parallel_layout": layout_named(head, [*st.first_events, *recent]),
         "exceptions": list(st.exceptions),
         "elastic": list(st.elastic),
         "cluster_up": st.cluster_up,

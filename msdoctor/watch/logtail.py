@@ -22,12 +22,14 @@ from typing import Any
 
 from msdoctor.engine.evaluate import finding_from_hit, run_checks, signature_set
 from msdoctor.engine.model import Evidence, Finding, Hit
+from msdoctor.facts.layout import layout_named
 
 _RANK_FILE = re.compile(r"(?:^|_)(\d+)\.log$")
 _LOG_NAMES = re.compile(r"^(worker_\d+\.log|scheduler\.log|.*_\d+\.log)$")
 _LOG_DIR_ARG = re.compile(r"--log_dir[= ]\s*(['\"]?)([^\s'\"]+)\1")
 MAX_EVIDENCE = 5
 MAX_LINE = 2000
+LAYOUT_HEAD = 1 << 16  # a parallel layout is looked for in the first 64 KiB of each file and in the matched lines
 
 
 def log_dirs(cmd: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[list[Path], list[str]]:
@@ -94,6 +96,8 @@ class LogTail:
         self.started = started
         self.catalogue = catalogue or load_catalogue()
         self.sigs = signature_set(self.catalogue)
+        self.twins = self.catalogue.twins()
+        self.layout: str | None = None  # the first words naming a parallel layout (msdoctor/facts/layout.py)
         self.files: dict[Path, _File] = {}
         self.agg: dict[tuple[str, int | None], _Agg] = {}
         self.worker_texts: set[str] = set()
@@ -140,6 +144,8 @@ class LogTail:
             return
         if not data:
             return
+        if self.layout is None and f.offset < LAYOUT_HEAD:  # the head of each file, as `msdoctor logs` reads it
+            self.layout = layout_named(data[: LAYOUT_HEAD - f.offset], [])
         f.offset += len(data)
         data = f.partial + data
         end = data.rfind(b"\n")
@@ -157,6 +163,8 @@ class LogTail:
             if not matches:
                 continue
             text = line.strip()
+            if self.layout is None:
+                self.layout = layout_named(raw, [])
             if f.console:
                 if any(text in t or t in text for t in self.worker_texts if t):
                     continue  # msrun echoes the workers' logs on its console: counted in the worker's file
@@ -177,7 +185,8 @@ class LogTail:
         where = f"rank {a.rank}'s log" if a.rank is not None else "the launcher's console or the scheduler's log"
         hit = Hit(message=f"{a.count} line(s) in {where} (live log tail)", evidence=tuple(a.evidence), rank=a.rank,
                   data={"t": a.first_t, "source": "log-tail"})
-        f = finding_from_hit(a.rule, hit)
+        twin = self.twins.get(a.rule.id) if self.layout is None else None  # no layout named so far: the twin's
+        f = finding_from_hit((self.catalogue.get(twin) or a.rule) if twin else a.rule, hit)
         f.count = a.count
         return f
 

@@ -36,7 +36,7 @@ def test_shape_sample_blames_the_matmul_error_with_its_line():
     _, _, ev = _evaluate(str(SAMPLES / "shape"))
     (v,) = [f for f in ev.findings if f.rule == "COMM502"]
     rc = v.data["root_cause"]
-    assert rc["signature"] == "PAR001" and rc["same_error"] == [1 - v.rank]
+    assert rc["signature"] == "NUM096" and rc["same_error"] == [1 - v.rank]
     assert "MatMulExt" in v.evidence[0].text and v.evidence[0].file.endswith(f"worker_{v.rank}.log")
     assert v.evidence[0].line and "same error" in " ".join(rc["chain"])
 

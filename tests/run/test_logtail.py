@@ -41,12 +41,12 @@ def test_lines_are_matched_as_they_arrive_with_the_rank_of_the_file(tmp_path: Pa
     worker = logs / "worker_1.log"
     worker.write_bytes(real[:cut])
     tail = LogTail([logs], None, started=time.time() - 5)
-    assert [f for f in tail.poll() if f.rule == "PAR001"] == []
+    assert [f for f in tail.poll() if f.rule == "NUM096"] == []
     worker.write_bytes(real)  # the job wrote on
-    par = [f for f in tail.poll() if f.rule == "PAR001"]
+    par = [f for f in tail.poll() if f.rule == "NUM096"]
     assert len(par) == 1 and par[0].rank == 1 and par[0].count == 1
     assert par[0].evidence[0].file == str(worker) and "x1_col': 32" in par[0].evidence[0].text
-    assert [f.count for f in tail.poll() if f.rule == "PAR001"] == [1]  # nothing new: not counted again
+    assert [f.count for f in tail.poll() if f.rule == "NUM096"] == [1]  # nothing new: not counted again
     # one rank's log alone is no cross-rank verdict (COMM502 needs two ranks)
     assert [f.rule for f in tail.correlate(force=True)] == []
     # both ranks of one real shape run (samples/logs/shape): `msdoctor logs`' verdict there, rank 0 failed first
@@ -69,7 +69,7 @@ def test_msruns_console_echo_is_not_counted_twice_and_old_logs_are_skipped(tmp_p
     console.write_bytes((FIX / "shape_console_excerpt.log").read_bytes())
     tail = LogTail([logs], console, started=time.time() - 5)
     found = {(f.rule, f.rank): f for f in tail.poll()}
-    assert ("PAR001", 1) in found and ("PAR001", None) not in found and ("PAR001", 0) not in found
+    assert ("NUM096", 1) in found and ("NUM096", None) not in found and ("NUM096", 0) not in found
     assert ("COMM008", None) in found  # msrun's own line ("kill all other workers") is the launcher's
     assert tail.lines > 0
 
@@ -78,7 +78,7 @@ def test_a_one_process_jobs_console_is_rank_0(tmp_path: Path) -> None:
     console = tmp_path / "console.log"
     console.write_bytes((FIX / "shape_console_excerpt.log").read_bytes())
     found = {(f.rule, f.rank) for f in LogTail([], console, started=time.time(), console_rank=0).poll()}
-    assert ("PAR001", 0) in found
+    assert ("NUM096", 0) in found
 
 
 def test_a_bare_status_line_in_a_running_job_is_no_failed_rank(tmp_path: Path) -> None:
@@ -92,3 +92,18 @@ def test_a_bare_status_line_in_a_running_job_is_no_failed_rank(tmp_path: Path) -
     tail = LogTail([logs], None, started=0)
     tail.poll()
     assert tail.correlate(force=True) == []
+
+
+def test_a_layout_named_in_a_tailed_file_keeps_the_sharding_rule(tmp_path: Path) -> None:
+    # the live tail reports an operator's shape refusal as its twin (NUM096) until a file names a parallel layout
+    # (msdoctor/facts/layout.py); then as the sharding rule, as `msdoctor logs` does. The layout line is Megatron's
+    # own check (a real line, nemo/megatron threads of the corpus).
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "worker_1.log").write_bytes((FIX / "shape_worker_1.log").read_bytes())
+    tail = LogTail([logs], None, started=time.time() - 5)
+    assert {f.rule for f in tail.poll()} >= {"NUM096"}
+    (logs / "worker_0.log").write_text(
+        " 0: ValueError: num_attention_heads (15) must be a multiple of tensor_model_parallel_size (2).\n", encoding="utf-8")
+    rules = {f.rule for f in tail.poll()}
+    assert "PAR001" in rules and "NUM096" not in rules

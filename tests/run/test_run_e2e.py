@@ -133,8 +133,8 @@ def test_custom_loop_shape_error_named_from_events_and_from_the_log(tmp_path: Pa
     assert res.rc == 1
     out = res.json()
     raised = finding(out, "COMM203", 1)
-    assert raised["step"] == 4 and raised["data"]["classified_as"] == "PAR001"
-    logged = finding(out, "PAR001", 1)  # the live log tail, from rank 1's worker_1.log
+    assert raised["step"] == 4 and raised["data"]["classified_as"] == "NUM096"
+    logged = finding(out, "NUM096", 1)  # the live log tail, from rank 1's worker_1.log
     assert logged["evidence"][0]["file"].endswith("worker_1.log")
     assert finding(out, "COMM502", 1)  # msdoctor logs' cross-rank verdict: rank 1 failed first
 
@@ -172,10 +172,10 @@ def test_no_inject_still_gets_findings_from_the_console(tmp_path: Path) -> None:
                   str(SCRIPTS / "one_device.py"), "--fault", "shape", "--fault-step", "3", cwd=tmp_path, timeout=300)
     assert res.rc == 1, res.err[-2000:]
     out = res.json()
-    par = finding(out, "PAR001", 0)
+    par = finding(out, "NUM096", 0)
     assert par["evidence"][0]["file"].endswith("console.log")
     assert not list((run / "events").glob("rank_*.jsonl"))  # the job ran without the bootstrap
-    assert finding(json.loads((run / "report.json").read_text()), "PAR001", 0)
+    assert finding(json.loads((run / "report.json").read_text()), "NUM096", 0)
 
 
 def test_bad_command_lines(tmp_path: Path) -> None:

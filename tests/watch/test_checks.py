@@ -54,7 +54,7 @@ def test_clean_run_is_silent_and_fully_evaluated(finished_run):
 def test_root_cause_is_the_classified_exception_not_the_peer_timeout(finished_run):
     findings, _ = _found(finished_run("exception"))
     by_rank = {f.rank: f for f in findings}
-    assert by_rank[1].data["classified_as"] == "PAR001"  # MatMulExt shape error, catalogue signature
+    assert by_rank[1].data["classified_as"] == "NUM096"  # MatMulExt shape error: PAR001's twin (no layout named)
     assert "classified_as" not in by_rank[0].data  # rank 0's barrier timeout matches no signature
     rc = root_cause(findings)
     assert (rc.rule, rc.rank, rc.step) == ("COMM203", 1, FAULT)

@@ -1,0 +1,136 @@
+"""An operator's shape / dtype refusal is PAR only where the input names a parallel layout; elsewhere its twin (NUM).
+
+PAR001 (MatMul inner dimensions), PAR010 (reshape / broadcast sizes) and PAR030 (input dtypes) read an operator's
+own refusal. Their twins NUM096, NUM098 and NUM701 (`twin_of` in the TOML) report the same lines in an input that
+names no tensor / pipeline / expert / context parallel size above one, no vLLM worker name with such a component, no
+shard strategy, no collective in the text (msdoctor/facts/layout.py). Every log line below is a real user's line
+from the corpus (the case named beside it); a test puts lines of two threads together only to show the layout rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from msdoctor.engine.catalogue import Catalogue, load_catalogue, parse_document
+from msdoctor.errors import CatalogueError
+from msdoctor.facts.layout import layout_named
+from msdoctor.facts.logs import collect
+from tests.conftest import run_cli
+
+# mindnlp-986 (MindNLP Bert-LSTM-CRF, one device)
+MATMUL = "ValueError: For 'MatMul' the input dimensions must be equal, but got 'x1_col': 768 and 'x2_row': 3072.\n"
+# vllm-ascend-11231 (MTP with prefill context parallel: vLLM names the worker `_PCP0` only when PCP > 1)
+PCP_WORKER = ("(Worker_PCP0_TP0 pid=694) ERROR 06-30 07:27:42 [multiproc_executor.py:962] ValueError: could not broadcast "
+              "input array from shape (29,) into shape (31,)\n")
+# nemo/megatron (bionemo-recipes-784 family): Megatron's own check names the tensor-parallel size
+TP_CHECK = " 0: ValueError: num_attention_heads (15) must be a multiple of tensor_model_parallel_size (2).\n"
+# gpustack-2712: a vLLM engine on one device
+TP_ONE = '    llm = LLM(model="/home/data/models/meta-llama/LLaMA3-8B", tensor_parallel_size=1)\n'
+# mindspore-119: a wheel's Python tag is no context-parallel size
+WHEEL = "ERROR: mindspore-0.1.0-cp37-cp37m-linux_x86_64.whl is not a supported wheel on this platform.\n"
+
+
+def _logs(tmp_path: Path, **files: str) -> dict:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return run_cli("logs", "--json", str(tmp_path)).json()
+
+
+def test_a_bare_matmul_refusal_is_the_models_shape_error(tmp_path: Path) -> None:
+    out = _logs(tmp_path, **{"paste.log": MATMUL})
+    rc = out["root_cause"]
+    assert rc["rule"] == "NUM096", rc
+    assert "768" in rc["message"] and "3072" in rc["message"]  # the values PAR001's signature parsed
+    f = next(f for f in out["findings"] if f["rule"] == "NUM096")
+    assert "not a strategy" in f["fix"] and "PAR001" not in {g["rule"] for g in out["findings"]}
+
+
+def test_a_layout_in_the_same_text_keeps_the_sharding_rule(tmp_path: Path) -> None:
+    rc = _logs(tmp_path, **{"paste.log": PCP_WORKER})["root_cause"]
+    assert rc["rule"] == "PAR010", rc
+
+
+def test_a_layout_named_in_another_file_of_the_job_counts(tmp_path: Path) -> None:
+    facts, scan = collect([str(_write(tmp_path, {"train.log": TP_CHECK, "worker.log": MATMUL}))])
+    hits = {r for s in scan.files for r in (s.get("hits") or {})}
+    assert "PAR001" in hits and "NUM096" not in hits
+    assert facts.get_known("logs.parallel_layout")["text"].startswith("tensor_model_parallel_size")
+
+
+def test_a_size_of_one_or_a_wheel_tag_names_no_layout(tmp_path: Path) -> None:
+    facts, scan = collect([str(_write(tmp_path, {"paste.log": TP_ONE + WHEEL + MATMUL}))])
+    hits = {r for s in scan.files for r in (s.get("hits") or {})}
+    assert "NUM096" in hits and "PAR001" not in hits
+    assert facts.get_known("logs.parallel_layout") == {}
+
+
+@pytest.mark.parametrize("text", [
+    "  tensor_model_parallel_size ...................... 8",  # Megatron's argument dump
+    "--tensor-parallel-size 4", "'model_parallel': 2", "[2026-03-07 03:03:55 TP9 EP9] Scheduler hit",
+    "[ERROR] RUNTIME(1254,ker_DP25_EP25):2025-12-19-15:50:0", "set_auto_parallel_context(parallel_mode=ParallelMode.SEMI_AUTO_PARALLEL)",
+])  # fmt: skip
+def test_layout_forms(text: str) -> None:
+    assert layout_named(text.encode(), []) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "tensor_model_parallel_size ...................... 1", "Worker pid=12 TP0 cp311", "sleep2 step8 stp4",
+    "expert_model_parallel_size: None",
+])  # fmt: skip
+def test_no_layout_forms(text: str) -> None:
+    assert layout_named(text.encode(), []) is None
+
+
+def test_a_layout_in_a_failing_frame_counts() -> None:
+    ev = {"text": "RuntimeError: shape '[2, 32768]' is invalid for input of size 16384",
+          "frames": ["/vllm_ascend/ops/register_custom_ops.py"], "rule": "PAR010"}  # fmt: skip
+    assert layout_named(b"", [ev]) is None
+    assert layout_named(b"", [dict(ev, frames=["/vllm_ascend/distributed/all_gather_utils.py"])]) is not None
+
+
+def test_the_shipped_twins() -> None:
+    twins = load_catalogue().twins()
+    assert twins == {"PAR001": "NUM096", "PAR010": "NUM098", "PAR030": "NUM701"}
+    for of, twin in twins.items():
+        r = load_catalogue().get(twin)
+        assert r is not None and r.kind == "twin" and r.area == "NUM" and r.twin_of == of
+
+
+TWIN = """id = "NUM096"
+title = '''t t t t t t'''
+severity = "error"
+area = "NUM"
+role = "root"
+detects = '''detects the lines of another rule'''
+cause = '''cause cause cause'''
+confirm = '''confirm confirm'''
+fix = '''fix fix fix fix'''
+example = '''example line here'''
+references = ['''ref''']
+{extra}
+"""
+
+
+def test_a_twin_has_no_signatures_of_its_own() -> None:
+    with pytest.raises(CatalogueError, match="neither"):
+        parse_document(TWIN.format(extra='twin_of = "PAR001"\n[[signatures]]\npattern = "x"'), "NUM096.toml", area_dir="num")
+
+
+def test_a_twin_names_an_active_signature_rule_of_its_role() -> None:
+    cat = load_catalogue()
+    par = cat.get("PAR001")
+    assert par is not None
+    with pytest.raises(CatalogueError, match="not an active signature rule"):
+        Catalogue([parse_document(TWIN.format(extra='twin_of = "PAR999"'), "NUM096.toml", area_dir="num")]).check_twins()
+    warn = parse_document(TWIN.format(extra='twin_of = "PAR001"').replace('"error"', '"warning"'), "NUM096.toml",
+                          area_dir="num")  # fmt: skip
+    with pytest.raises(CatalogueError, match="role and severity"):
+        Catalogue([par, warn]).check_twins()
+
+
+def _write(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
