@@ -26,6 +26,9 @@ the case, and a real first sighting of the documented code meets it. Without the
 off like any other, and a case whose documented code routes to its headline rule goes to the family's rule
 (EI0004 → COMM080), which no real log gets: a lower bound. The two figures bracket the first-sighting rate.
 
+A rule and its twin (`twin_of`: PAR001 and NUM096, the same lines read PAR or NUM by whether the job names a parallel
+layout) are switched off together: a case headed by one has neither on a first sighting.
+
 Switching off is done in the worker process on the catalogue every reader shares (`load_catalogue()`'s cached
 object): its rules are filtered and its signature set rebuilt, so a code-family rule (NUM030, ENV050, …) takes a
 code back when the specific rule that knew it is off, exactly as on a log no rule knew.
@@ -88,7 +91,7 @@ def _switch_off(off: set[str]) -> None:
         from msdoctor.engine.evaluate import signature_set
         from msdoctor.facts.logstate import ScanSpec
 
-        _FULL = {"rules": dict(cat._rules), "sigs": signature_set(cat)}
+        _FULL = {"rules": dict(cat._rules), "sigs": signature_set(cat), "twins": cat.twins()}
         for paste in (False, True):  # build both pre-filters once, to hand them on
             ScanSpec(_FULL["sigs"], paste=paste)
     cat._rules = {k: v for k, v in _FULL["rules"].items() if k not in off}
@@ -184,6 +187,15 @@ def coded_rules(case_dir: Path) -> frozenset[str]:
     return frozenset(found)
 
 
+def _with_twins(rules: set[str]) -> set[str]:
+    """A rule and its twin are one rule in two areas (the same lines, PAR where the job names a parallel layout and
+    NUM where it does not: `twin_of`): a case whose headline is one of them has neither on a first sighting."""
+    from msdoctor.engine.catalogue import load_catalogue
+
+    pairs = (_FULL or {}).get("twins") or load_catalogue().twins()
+    return rules | {t for s, t in pairs.items() if s in rules} | {s for s, t in pairs.items() if t in rules}
+
+
 def leave_out(args: tuple[str, str, list[str], bool]) -> Outcome:
     """One case: today's headline, then the headline with it and the case's expected rules switched off (less the
     rules its documented codes route to, with ``keep_coded``)."""
@@ -192,7 +204,7 @@ def leave_out(args: tuple[str, str, list[str], bool]) -> Outcome:
     _rc, report = realworld.run_logs(Path(path))
     before, _rank, _msg = realworld.headline(report)
     keep = _family() | (coded_rules(Path(path)) if keep_coded else frozenset())
-    off = sorted({*expected, *([before] if before else [])} - keep)
+    off = sorted(_with_twins({*expected, *([before] if before else [])}) - keep)
     _switch_off(set(off))
     try:
         _rc, report = realworld.run_logs(Path(path))

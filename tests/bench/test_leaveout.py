@@ -79,3 +79,12 @@ def test_keep_coded_leaves_on_the_rule_a_documented_code_routes_to(tmp_path: Pat
     assert plain.before == kept.before == "RT009"
     assert plain.off == ["RT009"] and plain.after != "RT009"  # switched off: the code goes to its family's rule
     assert (kept.off, kept.status, kept.after) == ([], "found", "RT009")
+
+
+def test_a_rule_and_its_twin_are_switched_off_together() -> None:
+    # PAR001 and its twin NUM096 read the same lines (NUM where no parallel layout is named): a case headed by one
+    # has neither on a first sighting, else the other would head it (a PAR verdict for a NUM case: an artefact)
+    leaveout._switch_off(set())
+    assert leaveout._with_twins({"NUM096"}) == {"NUM096", "PAR001"}
+    assert leaveout._with_twins({"PAR010", "ENV001"}) == {"PAR010", "NUM098", "ENV001"}
+    assert leaveout._with_twins({"MEM001"}) == {"MEM001"}
