@@ -3,7 +3,8 @@
 For each case of tests/realworld/logs/ (or --corpus DIR), the log is scanned as `msdoctor logs` scans it,
 then the first error event is taken whatever rule matched it (as if no rule had: the first exception line,
 else the first error line) with up to two error lines of its block, and only the classifier
-(msdoctor/facts/logfamily.py over msdoctor/data/error_families.toml) names its area. A case is
+(msdoctor/facts/logfamily.py over msdoctor/data/error_families.toml) names its area — a PAR verdict on shape words
+read as NUM where the input names no parallel layout (`by_layout`, as `msdoctor logs` reads it). A case is
 
 * right       the area is the case's expect.category;
 * misleading  another area;
@@ -58,7 +59,7 @@ def first_block(facts: Any) -> list[str]:
 
 def classify_case(path: Path) -> tuple[str | None, list[str], tuple[str, ...]]:
     from msdoctor.errors import InputError
-    from msdoctor.facts.logfamily import classify
+    from msdoctor.facts.logfamily import by_layout, classify
     from msdoctor.facts.logs import collect
 
     try:
@@ -66,7 +67,7 @@ def classify_case(path: Path) -> tuple[str | None, list[str], tuple[str, ...]]:
     except InputError:
         return None, [], ()
     block = first_block(facts)
-    c = classify(block) if block else None
+    c = by_layout(classify(block), bool(facts.get_known("logs.parallel_layout"))) if block else None
     return (c.area if c else None), block, (c.keywords if c else ())
 
 

@@ -599,7 +599,7 @@ def fallback_candidates(facts: Facts) -> list[dict[str, Any]]:
 def classify_first(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None:
     """The first unrecognised error whose block's wording names an area (reading past up to MAX_BLOCKS - 1
     blocks that name none: a generic `RuntimeError: … failed` before the line that says what), or None."""
-    from msdoctor.facts.logfamily import classify
+    from msdoctor.facts.logfamily import by_layout, classify
 
     evs = unclassified_events(facts)
     read: set[tuple[Any, int]] = set()  # lines already read as part of an earlier block
@@ -610,7 +610,7 @@ def classify_first(facts: Facts) -> tuple[dict[str, Any], list[str], Any] | None
         block = error_block(e, evs)
         line = int(e.get("line") or 0)
         read.update((e.get("file"), line + i) for i in range(3))
-        c = classify(block, frames=e.get("frames"))
+        c = by_layout(classify(block, frames=e.get("frames")), bool(facts.get_known("logs.parallel_layout")))
         if c is not None:
             return e, block, c
         blocks += 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -365,3 +365,19 @@ def classify(lines: list[str], fam: Families | None = None, frames: list[str] | 
     if top < fam.min_score or top - second_score < fam.margin:
         return None
     return Classification(area, top, second, second_score, tuple(words), lines[0] if lines else "")
+
+
+# The PAR keywords are mostly an operator's shape words (`shape`, `dimension`, `broadcast`, `must match`): like the
+# rules PAR001 / PAR010 / PAR030 and their NUM twins (docs/architecture.md, "A rule's twin"), they name a sharding
+# fault only where the input names a parallel layout (msdoctor/facts/layout.py); elsewhere they are an operator's
+# input error, NUM. A winning word that itself names the split (a strategy, a shard, a pipeline, a parallel size, a
+# mesh, micro-batches, a divisibility) keeps PAR.
+SPLIT_WORD_RE = re.compile(r"strateg|shard|pipeline|parallel|device[_ ]num|mesh|micro-?batch|divisible|pp_size|切分", re.I)
+
+
+def by_layout(c: Classification | None, layout: bool) -> Classification | None:
+    """``c`` with a PAR verdict read as NUM where the input names no parallel layout and no winning word names a
+    split (the keyword fallback's side of the PAR/NUM twins)."""
+    if c is None or c.area != "PAR" or layout or any(SPLIT_WORD_RE.search(w) for w in c.keywords):
+        return c
+    return replace(c, area="NUM")

@@ -134,3 +134,18 @@ def _write(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     return tmp_path
+
+
+# comfyui-wanvideo-174 (ComfyUI WanVideo TeaCache, one process); grok-1-248 (a device mesh the devices do not fill)
+BROADCAST = "RuntimeError: output with shape [1, 8190, 5120] doesn't match the broadcast shape [2, 8190, 5120]"
+
+
+def test_the_keyword_fallback_reads_shape_words_as_the_twins_do() -> None:
+    from msdoctor.facts.logfamily import by_layout, classify
+
+    c = classify([BROADCAST])
+    assert c is not None and c.area == "PAR"  # the keyword lists' shape words are PAR's
+    assert by_layout(c, layout=False).area == "NUM"  # no parallel layout named: an operator's input error
+    assert by_layout(c, layout=True).area == "PAR"
+    split = classify(["ValueError: Number of devices 1 must equal the product of mesh_shape (1, 8)"])
+    assert split is not None and split.area == "PAR" and by_layout(split, layout=False).area == "PAR"
