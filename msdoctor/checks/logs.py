@@ -814,7 +814,11 @@ def with_first_failure(rc: Mapping[str, Any], e: Mapping[str, Any], kill_rule: s
         out["rank"] = e["rank"]
     if out.get("message"):
         ev = (out.get("evidence") or [{}])[0]
-        if out.get("rule") == kill_rule and ev.get("line") == e.get("traceback_line") and ev.get("file") == e.get("file"):
+        # the summary's SIGKILL row, or the agent's own line for the same worker (`failed (exitcode: -9) local_rank: 3
+        # (pid: 209017)`, MEM017's signature since round 63), heads: the summary's words are the headline's
+        same = ev.get("line") == e.get("traceback_line") or (e.get("pid") is not None
+                                                             and f"(pid: {e.get('pid')})" in str(ev.get("text", "")))
+        if out.get("rule") == kill_rule and same and ev.get("file") == e.get("file"):
             out["message"] = f"torchrun's first observed failure: {words} — `{ev.get('text', '')}`"
         else:
             out["chain"] = [*out.get("chain", []), f"torchrun's failure summary names the first observed failure: "

@@ -371,8 +371,9 @@ def classify(lines: list[str], fam: Families | None = None, frames: list[str] | 
 # rules PAR001 / PAR010 / PAR030 and their NUM twins (docs/architecture.md, "A rule's twin"), they name a sharding
 # fault only where the input names a parallel layout (msdoctor/facts/layout.py); elsewhere they are an operator's
 # input error, NUM. A winning word that itself names the split (a strategy, a shard, a pipeline, a parallel size, a
-# mesh, micro-batches, a divisibility) keeps PAR.
-SPLIT_WORD_RE = re.compile(r"strateg|shard|pipeline|parallel|device[_ ]num|mesh|micro-?batch|divisible|pp_size|切分", re.I)
+# mesh, micro-batches, a divisibility, `TP` / `EP`: MindIE's `Invalid TP number per node`) keeps PAR.
+SPLIT_WORD_RE = re.compile(r"strateg|shard|pipeline|parallel|device[_ ]num|mesh|micro-?batch|divisible|pp_size|切分"
+                           r"|\b(?:tp|pp|ep|cp|sp|dp)\b", re.I)
 
 
 def by_layout(c: Classification | None, layout: bool) -> Classification | None:
