@@ -1045,7 +1045,7 @@ def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, An
         "losses": st.losses,
         "last_traceback": st.last_traceback,
         "open_traceback": _open_traceback(st),
-        "parallel_layout": layout_named(head, [*st.first_events, *recent]),
+        "parallel_layout": layout_named(head, [*st.first_events, *recent], size),
         "exceptions": list(st.exceptions),
         "elastic": list(st.elastic),
         "cluster_up": st.cluster_up,

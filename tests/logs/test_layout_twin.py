@@ -149,3 +149,12 @@ def test_the_keyword_fallback_reads_shape_words_as_the_twins_do() -> None:
     assert by_layout(c, layout=True).area == "PAR"
     split = classify(["ValueError: Number of devices 1 must equal the product of mesh_shape (1, 8)"])
     assert split is not None and split.area == "PAR" and by_layout(split, layout=False).area == "PAR"
+
+
+def test_a_big_files_layout_is_read_in_its_first_lines_and_its_events() -> None:
+    # one rank's log of a large job: its banner and argument dump (the first 16 KiB) and its kept events are read,
+    # not the whole 64 KiB head (the regex costs ~7 ms per 64 KiB; a 1024-rank tree would pay seconds)
+    late = b"x" * (40 << 10) + TP_CHECK.encode()
+    assert layout_named(late, [], size=10) is not None  # a paste-sized file: its whole head
+    assert layout_named(late, [], size=8 << 20) is None  # a big file: its first 16 KiB only
+    assert layout_named(late, [{"text": TP_CHECK}], size=8 << 20) is not None  # … and its kept events
