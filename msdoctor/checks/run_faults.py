@@ -99,10 +99,8 @@ def classify(text: str) -> tuple[Any, str] | None:
     sigs = _signatures()
     for line in text.splitlines():
         for m in sigs.match(line):
-            twin = load_catalogue().twins().get(m.rule.id)
-            if twin is not None and layout_named(text.encode("utf-8", "replace"), []) is None:
-                return load_catalogue().get(twin), line.strip()
-            return m.rule, line.strip()
+            layout = layout_named(text.encode("utf-8", "replace"), []) is not None
+            return load_catalogue().as_reported(m.rule, layout), line.strip()
     return None
 
 

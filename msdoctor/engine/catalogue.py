@@ -455,6 +455,13 @@ class Catalogue:
         lines as the signature rule's."""
         return {r.twin_of: r.id for r in self._rules.values() if r.twin_of is not None and r.twin_of in self._rules}
 
+    def as_reported(self, rule: Rule, layout: bool) -> Rule:
+        """``rule``, or its twin where the input names no parallel layout (``layout`` false): the one choice the
+        live tail and the supervisor's exception classification make per line (``msdoctor logs`` renames a whole
+        scan's events with :meth:`twins`)."""
+        twin = None if layout else self.twins().get(rule.id)
+        return (self.get(twin) or rule) if twin else rule
+
     @property
     def tombstones(self) -> list[Tombstone]:
         return sorted(self._tombstones.values(), key=lambda t: t.id)

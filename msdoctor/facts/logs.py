@@ -431,17 +431,16 @@ def _report_as_twins(scans: list[dict[str, Any]], twins: dict[str, str]) -> None
         if isinstance(ev, dict) and ev.get("rule") in twins:
             ev["rule"] = twins[ev["rule"]]
 
-    for s in scans:
+    for s in scans:  # a scan's rule ids: its hits and its kept events (exceptions and torchrun rows carry none)
         hits = s.get("hits") or {}
         for rid in [r for r in hits if r in twins]:
             h = hits.pop(rid)
             rename(h.get("first"))
             rename(h.get("last"))
             hits[twins[rid]] = h
-        for key in ("first_events", "since_progress", "exceptions", "elastic"):
+        for key in ("first_events", "since_progress"):
             for ev in s.get(key) or []:
                 rename(ev)
-        rename(s.get("last_traceback"))
 
 
 MAX_FIRSTS = 5

@@ -96,7 +96,6 @@ class LogTail:
         self.started = started
         self.catalogue = catalogue or load_catalogue()
         self.sigs = signature_set(self.catalogue)
-        self.twins = self.catalogue.twins()
         self.layout: str | None = None  # the first words naming a parallel layout (msdoctor/facts/layout.py)
         self.files: dict[Path, _File] = {}
         self.agg: dict[tuple[str, int | None], _Agg] = {}
@@ -185,8 +184,7 @@ class LogTail:
         where = f"rank {a.rank}'s log" if a.rank is not None else "the launcher's console or the scheduler's log"
         hit = Hit(message=f"{a.count} line(s) in {where} (live log tail)", evidence=tuple(a.evidence), rank=a.rank,
                   data={"t": a.first_t, "source": "log-tail"})
-        twin = self.twins.get(a.rule.id) if self.layout is None else None  # no layout named so far: the twin's
-        f = finding_from_hit((self.catalogue.get(twin) or a.rule) if twin else a.rule, hit)
+        f = finding_from_hit(self.catalogue.as_reported(a.rule, self.layout is not None), hit)  # no layout so far: a twin
         f.count = a.count
         return f
 

@@ -96,6 +96,9 @@ def test_the_shipped_twins() -> None:
     for of, twin in twins.items():
         r = load_catalogue().get(twin)
         assert r is not None and r.kind == "twin" and r.area == "NUM" and r.twin_of == of
+        src = load_catalogue().get(of)
+        assert src is not None
+        assert load_catalogue().as_reported(src, layout=False) is r and load_catalogue().as_reported(src, layout=True) is src
 
 
 TWIN = """id = "NUM096"
