@@ -1,7 +1,8 @@
 """The two-stage wording fallback measured honestly: leave-one-case-out on the corpus, and the blind sets.
 
 Every signature rule is switched off (msdoctor.wordinggen.stripped_catalogue), so each case's error blocks are
-those of an error no rule knows. Stage 1 is the keyword fallback (X099, msdoctor/data/error_families.toml);
+those of an error no rule knows. Stage 1 is the keyword fallback (X099, msdoctor/data/error_families.toml; a
+PAR verdict is NUM where the case names no parallel layout, as `msdoctor logs` reads it: logfamily.by_layout);
 where it abstains, stage 2 is the word-statistics guess (X097, msdoctor/facts/wording.py). The corpus is
 guessed by ten-fold cross-validation (a case's model is trained WITHOUT the tenth of the corpus it is in: the
 rules + the other nine tenths; leave-one-case-out would train the regression 882 times); the blind sets
@@ -20,7 +21,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,23 +32,26 @@ HEAD = "## Real-world logs, two-stage wording fallback"
 Blocks = list[tuple[list[str], list[str]]]
 
 
-def keyword_area(blocks: list[tuple[list[str], list[str]]]) -> str | None:
-    from msdoctor.facts.logfamily import classify
+def keyword_area(blocks: list[tuple[list[str], list[str]]], layout: bool = False) -> str | None:
+    """The keyword fallback's area for a case's blocks, as `msdoctor logs` reads it: a PAR verdict is NUM where the
+    input names no parallel layout (``layout``) and no winning word names a split (``logfamily.by_layout``)."""
+    from msdoctor.facts.logfamily import by_layout, classify
 
     for lines, frames in blocks[:5]:
-        c = classify(lines, frames=frames)
+        c = by_layout(classify(lines, frames=frames), layout)
         if c is not None:
             return c.area
     return None
 
 
-def score_case(tally: Counter[str], area: str, blocks: Blocks, model: Any, toks: Callable[[Blocks], set[str]]) -> Any:
+def score_case(tally: Counter[str], area: str, blocks: Blocks, model: Any, toks: Callable[[Blocks], set[str]],
+               layout: bool = False) -> Any:  # fmt: skip
     """Count one case in ``tally`` (no error block / keyword right or wrong / guess right, wrong or abstained);
     the model's guess where the keyword stage abstained, else None."""
     if not blocks:
         tally["none"] += 1
         return None
-    kw = keyword_area(blocks)
+    kw = keyword_area(blocks, layout)
     if kw is not None:
         tally["kw right" if kw == area else "kw wrong"] += 1
         return None
@@ -76,7 +80,7 @@ def added_times() -> dict[str, int]:
 
 
 def by_date(corpus: list[tuple[str, str, Blocks]], named: list[tuple[str, str, set[str]]],
-            toks: Callable[[Blocks], set[str]], params: dict[str, Any]) -> str:  # fmt: skip
+            toks: Callable[[Blocks], set[str]], params: dict[str, Any], layouts: Container[str] = frozenset()) -> str:  # fmt: skip
     """The table row of the split by collection date (see the module's docstring)."""
     from msdoctor import wordinggen as wg
     from msdoctor.engine.catalogue import load_catalogue
@@ -96,8 +100,8 @@ def by_date(corpus: list[tuple[str, str, Blocks]], named: list[tuple[str, str, s
         docs = [(a, t) for name, a, t in named if name in before]
         rules = list(wg.rule_docs(rules=[i for i in ids if when.get(i, 0) < cut]))
         model = from_doc(wg.build(rules + docs, params))
-        for _name, area, blocks in order[lo:hi]:
-            score_case(tally, area, blocks, model, toks)
+        for name, area, blocks in order[lo:hi]:
+            score_case(tally, area, blocks, model, toks, name in layouts)
     m = n - start
     return (f"| corpus by collection date (last half, by fifths) | {m} | {m - tally['none']} | {tally['kw right']} | "
             f"{tally['kw wrong']} | {tally['nb right']} | {tally['nb wrong']} | {tally['abstain']} |")
@@ -116,12 +120,17 @@ def main(argv: list[str] | None = None) -> int:
     cat = wg.stripped_catalogue()
     rules = list(wg.rule_docs())
 
+    layouts: set[str] = set()  # the cases whose input names a parallel layout
+
     def blocks_of(corpus: Path) -> list[tuple[str, str, list[tuple[list[str], list[str]]]]]:
         out = []
         for case in sorted(p for p in corpus.iterdir() if (p / "SOURCE.md").is_file()):
             area = wg.category(case)
             if area:
-                out.append((case.name, area, wg.case_blocks(case, cat)))
+                blocks, layout = wg.case_reading(case, cat)
+                out.append((case.name, area, blocks))
+                if layout:
+                    layouts.add(f"{corpus.name}/{case.name}" if corpus != wg.CORPUS else case.name)
         return out
 
     def toks(blocks: list[tuple[list[str], list[str]]]) -> set[str]:
@@ -149,13 +158,14 @@ def main(argv: list[str] | None = None) -> int:
         tally: Counter[str] = Counter()
         for name, area, blocks in items:
             model = fold_models[fold_of.get(name, 0)] if label.startswith("corpus") else full  # (unused without blocks)
-            g = score_case(tally, area, blocks, model, toks)
+            key = name if label.startswith("corpus") else f"{label.removeprefix('blind ')}/{name}"
+            g = score_case(tally, area, blocks, model, toks, key in layouts)
             if args.verbose and g is not None and g.area != area:
                 print(f"wrong {area:5} got {g.area:5} {g.probability:.2f} {name[:50]:50} {list(g.words)}")
         n = len(items)
         lines_out.append(f"| {label} | {n} | {n - tally['none']} | {tally['kw right']} | {tally['kw wrong']} | "
                          f"{tally['nb right']} | {tally['nb wrong']} | {tally['abstain']} |")  # fmt: skip
-    lines_out.append(by_date(corpus, named, toks, params))
+    lines_out.append(by_date(corpus, named, toks, params, layouts))
     text = "\n".join(lines_out)
     print(text)
     if args.write:

@@ -53,6 +53,12 @@ def stripped_catalogue() -> Catalogue:
 
 def case_blocks(path: Path, catalogue: Catalogue) -> list[tuple[list[str], list[str]]]:
     """The error blocks (lines, innermost frames) of a log folder as the fallback reads them, or []."""
+    return case_reading(path, catalogue)[0]
+
+
+def case_reading(path: Path, catalogue: Catalogue) -> tuple[list[tuple[list[str], list[str]]], bool]:
+    """The error blocks of a log folder (as ``case_blocks``) and whether its input names a parallel layout (the
+    keyword fallback reads an operator's shape words as NUM where it names none: ``logfamily.by_layout``)."""
     from msdoctor.checks.logs import error_block, fallback_candidates, unclassified_events
     from msdoctor.errors import MsDoctorError
     from msdoctor.facts.logs import collect
@@ -60,9 +66,10 @@ def case_blocks(path: Path, catalogue: Catalogue) -> list[tuple[list[str], list[
     try:  # the Python engine: a case is a few KB, where grep's start-up is most of the cost (7× slower, same blocks)
         facts, _scan = collect([str(path)], catalogue, engine="python")
     except MsDoctorError:
-        return []
+        return [], False
     evs = unclassified_events(facts)
-    return [(error_block(e, evs), [str(f) for f in e.get("frames") or []]) for e in fallback_candidates(facts)[:8]]
+    blocks = [(error_block(e, evs), [str(f) for f in e.get("frames") or []]) for e in fallback_candidates(facts)[:8]]
+    return blocks, bool(facts.get_known("logs.parallel_layout"))
 
 
 def category(case: Path) -> str | None:

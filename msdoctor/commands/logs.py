@@ -413,6 +413,8 @@ def run(args: argparse.Namespace) -> int:
     first = first_observed_failure(facts)
     if first is not None:  # torchrun's failure summary: the culprit rank and how it ended (a signal)
         rc = with_first_failure(rc, first, KILL_RULE)
+    if rc.get("rule") is None and rc.get("verdict") not in ("unrecognised-error", "incomplete-traceback"):
+        rc = with_benign(rc, findings)
     if rc.get("rule") and rc.get("message"):
         # a message whose cause the threads often found elsewhere (a kernel code whose op package was older than
         # the framework): the rule's measured other causes go beside the verdict, never instead of it
@@ -432,6 +434,21 @@ def run(args: argparse.Namespace) -> int:
         # an error was read but no rule names it (or its exception line is missing): not a clean bill of health
         return int(ExitCode.FINDINGS)
     return int(exit_code(findings))
+
+
+def with_benign(rc: dict[str, Any], findings: list[Finding]) -> dict[str, Any]:
+    """No cause named, but the text held lines a rule knows as no fault however they are logged (MindSpore's
+    `[ERROR] … GetRealPath] Get realpath failed` for a notebook cell, ENV340): say that these lines were read and
+    are not the failure, and that the failure, if the run failed, is not in the text."""
+    cat = load_catalogue()
+    benign = [f for f in findings if (r := cat.get(f.rule)) is not None and r.benign]
+    if not benign:
+        return rc
+    n = sum(f.count for f in benign)
+    ids = ", ".join(dict.fromkeys(f.rule for f in benign))
+    return dict(rc, benign=[f.rule for f in benign],
+                reason=f"no error found: {n} line(s) are ones a rule knows as no fault however they are logged "
+                       f"({ids}); if the run failed, the failure is not in this text")  # fmt: skip
 
 
 def coverage(facts: Facts, scan: LogScan, rows: list[dict[str, Any]]) -> dict[str, Any]:

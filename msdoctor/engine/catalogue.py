@@ -162,6 +162,7 @@ class Rule:
     every_poll: bool = False
     other_causes: str | None = None
     twin_of: str | None = None  # a twin: reports the lines of this signature rule where no parallel layout is named
+    benign: bool = False  # an info rule's line is no fault even where it is logged as an error (not an unrecognised error)
 
     @property
     def kind(self) -> str:
@@ -200,6 +201,8 @@ class Rule:
             d["other_causes"] = self.other_causes
         if self.twin_of:
             d["twin_of"] = self.twin_of
+        if self.benign:
+            d["benign"] = True
         return d
 
 
@@ -327,9 +330,14 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
     other = doc.get("other_causes")
     if other is not None and (not isinstance(other, str) or len(other.strip()) < 40):
         raise CatalogueError(f"{path}: field 'other_causes' must be a text of at least 40 characters")
+    benign = doc.get("benign", False)
+    if not isinstance(benign, bool):
+        raise CatalogueError(f"{path}: field 'benign' must be true or false")
+    if benign and (severity.value != "info" or not sigs):
+        raise CatalogueError(f"{path}: field 'benign' is for signature rules of severity info (a line that is no fault)")
     known = set(TEXT_FIELDS) | {
         "id", "area", "severity", "references", "role", "signatures", "check", "source", "params",
-        "seed", "seed_correction", "status", "preflight_group", "every_poll", "other_causes", "twin_of",
+        "seed", "seed_correction", "status", "preflight_group", "every_poll", "other_causes", "twin_of", "benign",
     }  # fmt: skip
     extra = sorted(set(doc) - known)
     if extra:
@@ -351,6 +359,7 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         every_poll=every_poll,
         other_causes=other.strip() if other else None,
         twin_of=twin,
+        benign=benign,
         **texts,
     )
 

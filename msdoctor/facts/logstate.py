@@ -798,6 +798,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     classified = False
     echo = None  # True: only an info rule that knows the line as an echo of an error matched it
     known = False  # an info rule knows the line (SGLang's import guard on NPU): its error words are not an error
+    benign = False  # a benign rule knows the line (MindSpore's GetRealPath for a notebook cell): no error even at ERROR
     level = line_level(rec, prefix_level, text) if matches else None  # only a rule's line needs its level
     quiet = level in QUIET_LEVELS
     for sm in matches:
@@ -829,6 +830,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             # is reported as above … operator name is MatMul`): its words are not an error's to classify by keyword
         if rule.severity.value == "info":
             known = True
+            benign = benign or rule.benign
     if rec.grammar == "traceback":
         st.last_traceback = lineno
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], lineno, [], None
@@ -859,7 +861,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
                                   ts, ts_text, exc_type=rec.exc_type or "", prank=prank, frames=frames or None,
                                   echo=echo))  # fmt: skip
         return
-    if not classified and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)
+    if not classified and not benign and (rec.level in ("ERROR", "CRITICAL", "EXCEPTION") or BARE_ERROR_RE.match(text)
                            or (level_error and rec.grammar == "plain" and not SOURCE_ECHO_RE.match(text)
                                and lineno != st.last_frame_line + 1  # not the source line under a frame
                                and not (known and spec.paste)  # a paste's word, on a line an info rule knows
