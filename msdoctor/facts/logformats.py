@@ -148,7 +148,7 @@ def parse_line(line: str) -> LogRecord:
 # -- what pasting and launchers put in front of a log line -----------------------------------------
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# One prefix at a time, repeated: `[rank1]:` (torchrun), `[1,0]<stderr>:` (mpirun), `(RayWorkerWrapper
+# One prefix at a time, repeated: `[rank1]:` (torchrun), `[1,0]<stderr>:` (mpirun: job 1, rank 0), `(RayWorkerWrapper
 # pid=1234, ip=…)` / `(pid=1234)` / `(VllmWorker rank=1 pid=7226)` (Ray, vLLM), ISO / syslog time stamps,
 # docker compose's `service-1  | `, a markdown backtick, leading blanks. A prefix that carries the line's
 # level (group `lvl`) says whether the line is an error even when its message fits no grammar: vLLM's `ERROR
@@ -160,7 +160,9 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LVL = r"(?P<lvl>(?i:error|warn|warning|info|debug|critical|fatal|trace))"
 PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rank", re.compile(r"^\s*\[rank(\d+)\]:\s?")),
-    ("rank", re.compile(r"^\s*\[(\d+),\d+\]<(?:stdout|stderr)>:\s?")),
+    # Open MPI's --tag-output: `[jobid,MCW_rank]<stdxxx>:` (orterun(1)); the rank is the second number, the first
+    # the job (1 for the first mpirun job: horovod#1012's `[1,0]<stderr>:` … `[1,3]<stderr>:` are ranks 0 and 3)
+    ("rank", re.compile(r"^\s*\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
     ("pid", re.compile(r"^\s*\((?:[\w.:-]+(?:=\d+)? ){0,3}pid=(\d+)(?:, ip=[\d.:a-f]+)?\)\s?")),
     ("", re.compile(r"^\s*(?P<lvl>ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
                     r"(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\]) ")),

@@ -108,7 +108,7 @@ def _assign_ranks(scans: list[dict[str, Any]]) -> dict[str, tuple[int | None, st
 
 def _rank_views(s: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """The ranks of a file that several ranks write, each line prefixed with its rank (torchrun's `[rank3]:`,
-    Ray's `(RayWorkerWrapper pid=…) [rank3]:`, mpirun's `[3,0]<stderr>:`), as one view per rank: the lines whose
+    Ray's `(RayWorkerWrapper pid=…) [rank3]:`, mpirun's `[1,3]<stderr>:`, job 1 rank 3), as one view per rank: the lines whose
     prefix names it. Then the correlation sees which rank failed with an error of its own first and which only
     waited, as with one log per rank. Only when exactly one rank's lines hold an error of its own (a root-cause
     or an unclassified error) and other ranks' lines hold only what follows from it (consequences, warnings): a

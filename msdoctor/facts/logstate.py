@@ -323,7 +323,7 @@ class _FileState:
         self.non_utf8 = 0
         self.binary_lines = 0
         self.lines = 0
-        self.prefix_ranks: dict[int, int] = {}  # rank → lines whose prefix named it (`[rank3]:`, `[3,0]<stderr>:`)
+        self.prefix_ranks: dict[int, int] = {}  # rank → lines whose prefix named it (`[rank3]:`, `[1,3]<stderr>:`)
         self.recognised = 0  # lines of a known grammar or matching a rule: is this a log at all?
         self.specific_line = -10  # the last line a catalogue rule (not a code family) read, or its detail
         self.specific_error = False  # … and whether that rule read it as an error

@@ -98,7 +98,7 @@ def test_code_family_routed_by_data_and_specific_rule_keeps_precedence():
     ("[rank0]:[W530 17:44:21.455843271 compiler_depend.ts:526] Warning: NPU warning, error code is 507035[Error]:",
      "Warning: NPU warning, error code is 507035[Error]:", 0),
     # constructed: mpirun's prefix and ANSI colour around CANN's real `EE9999: Inner Error!`
-    ("\x1b[31m[1,3]<stderr>:EE9999: Inner Error!\x1b[0m", "EE9999: Inner Error!", 1),
+    ("\x1b[31m[1,3]<stderr>:EE9999: Inner Error!\x1b[0m", "EE9999: Inner Error!", 3),  # Open MPI: [job,rank]
     # vllm-project/vllm-ascend#2800: a two-word Ray/vLLM actor name before pid=
     ("(VllmWorker TP1 pid=961) ERROR 09-07 01:11:09 [multiproc_executor.py:596] EH9999: Inner Error!",
      "EH9999: Inner Error!", None),
