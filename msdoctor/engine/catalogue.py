@@ -241,7 +241,14 @@ def parse_rule(text: str, path: str, area_dir: str | None = None) -> Rule:
     return entry
 
 
+CONFLICT_RE = re.compile(r"^(?:<{7}|>{7}) |^={7}$", re.M)
+
+
 def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | Tombstone:
+    m = CONFLICT_RE.search(text)
+    if m is not None:  # inside a multi-line string a merge's markers are still valid TOML: refuse them here
+        line = text.count("\n", 0, m.start()) + 1
+        raise CatalogueError(f"{path}:{line}: an unresolved merge conflict marker ({m.group(0).strip()})")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

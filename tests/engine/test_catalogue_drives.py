@@ -159,3 +159,15 @@ def test_a_crashing_check_is_not_evaluated_with_its_error(monkeypatch: pytest.Mo
     assert [n.rule for n in ev.not_evaluated] == ["ENV998", "ENV107"] and not ev.findings
     reason = ev.not_evaluated[0].reason
     assert reason.startswith("check ckpt.replicas_differ failed: KeyError: 'devices' (at test_catalogue_drives.py:")
+
+
+def test_a_merge_conflict_marker_inside_a_text_field_is_refused() -> None:
+    # a conflict inside ''' … ''' is still valid TOML: round 64's merge committed one in PAR050's `detects`
+    from msdoctor.engine.catalogue import load_catalogue, parse_document
+
+    rule = load_catalogue().get("PAR050")
+    assert rule is not None
+    text = Path(rule.path).read_text(encoding="utf-8")
+    bad = text.replace("detects = '''\n", "detects = '''\n<<<<<<< HEAD\nold words\n=======\nnew words\n>>>>>>> h64-d\n", 1)
+    with pytest.raises(CatalogueError, match=r"PAR050.toml:\d+: an unresolved merge conflict marker \(<<<<<<<\)"):
+        parse_document(bad, "PAR050.toml", area_dir="par")
