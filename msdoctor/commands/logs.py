@@ -445,10 +445,10 @@ def with_benign(rc: dict[str, Any], findings: list[Finding]) -> dict[str, Any]:
     if not benign:
         return rc
     n = sum(f.count for f in benign)
-    ids = ", ".join(dict.fromkeys(f.rule for f in benign))
-    return dict(rc, benign=[f.rule for f in benign],
+    ids = list(dict.fromkeys(f.rule for f in benign))
+    return dict(rc, benign=ids,
                 reason=f"no error found: {n} line(s) are ones a rule knows as no fault however they are logged "
-                       f"({ids}); if the run failed, the failure is not in this text")  # fmt: skip
+                       f"({', '.join(ids)}); if the run failed, the failure is not in this text")  # fmt: skip
 
 
 def coverage(facts: Facts, scan: LogScan, rows: list[dict[str, Any]]) -> dict[str, Any]:
