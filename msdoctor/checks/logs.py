@@ -107,6 +107,10 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         "RT003": frozenset({"ENV883"}),
                                         "NUM010": frozenset({"COMM079", "ENV973"}), "NUM008": frozenset({"COMM079", "ENV973", "NUM068"}),
                                         "ENV806": frozenset({"ENV047"}),
+                                        # `Cannot copy out of meta tensor` (CKPT068, lazy loading) in a line that
+                                        # also names ZeRO-3 with QLoRA / 4-bit (PAR053): the partitioned weights,
+                                        # not the loader (qwen-vl-series-finetune #7, fixed by ZeRO-2)
+                                        "CKPT068": frozenset({"PAR053"}),
                                         # triton's `Failed to compile …/launcher_cxx11abi1.cxx, error: In file
                                         # included from …` wraps the compiler's own diagnostics: where a rule reads
                                         # the diagnostic (a torch_npu or triton header that does not compile against
