@@ -241,7 +241,7 @@ def parse_rule(text: str, path: str, area_dir: str | None = None) -> Rule:
     return entry
 
 
-CONFLICT_RE = re.compile(r"^(?:<{7}|>{7}) |^={7}$", re.M)
+CONFLICT_RE = re.compile(r"^(?:<{7}|>{7}) ", re.M)  # not `=======`: a log's separator line may be one
 
 
 def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | Tombstone:
