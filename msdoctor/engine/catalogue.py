@@ -432,6 +432,7 @@ class Catalogue:
     def __init__(self, rules: Iterable[Rule], tombstones: Iterable[Tombstone] = ()) -> None:
         self._rules: dict[str, Rule] = {}
         self._tombstones: dict[str, Tombstone] = {}
+        self._twins: tuple[dict[str, Rule], dict[str, str]] | None = None  # (the rules it was read from, twins)
         entries: list[Rule | Tombstone] = [*rules, *tombstones]
         for r in entries:
             taken: Rule | Tombstone | None = self._rules.get(r.id) or self._tombstones.get(r.id)
@@ -467,9 +468,13 @@ class Catalogue:
     def twins(self) -> dict[str, str]:
         """Signature rule → its twin: the rule that reports its lines in an input naming no parallel layout
         (a shape or dtype refusal of one operator is a model/config error there, not a sharding one). Read from
-        the rules at each call: a catalogue without the twin (bench/leaveout.py switches rules off) reports the
-        lines as the signature rule's."""
-        return {r.twin_of: r.id for r in self._rules.values() if r.twin_of is not None and r.twin_of in self._rules}
+        the current rule table: a catalogue without the twin (bench/leaveout.py switches rules off) reports the
+        lines as the signature rule's. Kept while the rule table is the same object (bench/leaveout.py and tests
+        replace it, never edit it in place): the live tail asks at every hit. Read-only for callers."""
+        if self._twins is None or self._twins[0] is not self._rules:
+            rules = self._rules
+            self._twins = (rules, {r.twin_of: r.id for r in rules.values() if r.twin_of is not None and r.twin_of in rules})
+        return self._twins[1]
 
     def as_reported(self, rule: Rule, layout: bool) -> Rule:
         """``rule``, or its twin where the input names no parallel layout (``layout`` false): the one choice the
