@@ -163,6 +163,11 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Open MPI's --tag-output: `[jobid,MCW_rank]<stdxxx>:` (orterun(1)); the rank is the second number, the first
     # the job (1 for the first mpirun job: horovod#1012's `[1,0]<stderr>:` … `[1,3]<stderr>:` are ranks 0 and 3)
     ("rank", re.compile(r"^\s*\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
+    # torchrun's `--tee` / `--log-line-prefix-template` default `[default0]:` (role and LOCAL rank: the global
+    # `[rank0]:` usually follows it) is stripped only; a bare `[0]:` (NeMo's and some launchers' local prefix,
+    # nemo#8460) names the rank, except a markdown link reference (`[1]: https://…`)
+    ("", re.compile(r"^\s*\[default\d{1,5}\]:\s?")),
+    ("rank", re.compile(r"^\[(\d{1,5})\]:(?:\s|$)(?!\s*(?:https?://|www\.))")),
     ("pid", re.compile(r"^\s*\((?:[\w.:-]+(?:=\d+)? ){0,3}pid=(\d+)(?:, ip=[\d.:a-f]+)?\)\s?")),
     ("", re.compile(r"^\s*(?P<lvl>ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
                     r"(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\]) ")),

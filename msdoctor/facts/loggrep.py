@@ -38,6 +38,7 @@ from msdoctor.facts.logstate import (
     _summary,
     frames_before,
     has_web_copy,
+    read_open_raise,
     resolve_progress,
     ts_before,
     wrap_width,
@@ -251,7 +252,7 @@ def scan_batch(paths: list[str], spec: ScanSpec, scan_file: Callable[[str, ScanS
                 out["engine"] = f"python (grep failed: {failed[:120]})"
                 results[f.path] = out
             else:
-                results[f.path] = _finish(f)
+                results[f.path] = _finish(f, spec)
     finally:
         for f in live.values():
             os.close(f.fd)
@@ -311,8 +312,9 @@ def _run(args: tuple[str, ...], live: dict[bytes, _Open], spec: ScanSpec) -> str
     return None
 
 
-def _finish(f: _Open) -> dict[str, Any]:
+def _finish(f: _Open, spec: ScanSpec) -> dict[str, Any]:
     st, out = f.st, f.out
+    read_open_raise(st, spec)  # a cut traceback's `raise X("…")` (the fd is still open)
     resolve_progress(st)  # progress lines deferred their time stamp to here (the fd is still open)
     st.last_ts, st.last_ts_text = _ts_before(f.fd, f.size) if f.size else (None, None)
     m0 = TS_BYTES_RE.search(f.head)

@@ -45,6 +45,7 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     frames_before,
     from_web_copy,
     has_web_copy,
+    read_open_raise,
     resolve_progress,
     ts_before,
     wrap_width,
@@ -199,6 +200,7 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
                     lineno += 1
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         out["skipped"].append({"file": path, "reason": f"read stopped at line {lineno} ({exc})"})
+    read_open_raise(st, spec)
     resolve_progress(st)
     out.update(_summary(st, head, size, lineno))
     if st.wrap_width:

@@ -533,6 +533,31 @@ def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | No
     st.recent_first = []
     return ev
 
+# The statement a cut traceback stops at, when it raises an exception with a literal message (`raise
+# ValueError(f"SafeTensorError::InvalidOffset({key})")`, mindnlp#2054): the paste ends before the exception line, but
+# the innermost frame's own source says which exception it raised and, but for the `{…}` fields, its message.
+RAISE_LITERAL_RE = re.compile(r"^raise\s+(?P<type>[A-Za-z_][\w.]{0,80}(?:Error|Exception|Exit|Interrupt))\(\s*"
+                              r"[fFrRbB]{0,2}(?P<q>[\"\'])(?P<msg>[^\"\'\n]{3,300})")
+RAISE_CALL_FIELD_RE = re.compile(r"\{[^{}]{0,120}\(")
+
+
+def read_open_raise(st: _FileState, spec: ScanSpec) -> None:
+    """A file that ends inside a traceback whose innermost frame's source line raises an exception with a literal
+    message: that exception is read as the traceback's exception line (at the source line's number), so the rules
+    and the fallback read its type and message; the verdict is no longer "incomplete traceback"."""
+    if st.open_tb_line is None or not st.open_frames or st.last_error_line > st.last_frame_line:
+        return
+    m = RAISE_LITERAL_RE.match(_source_under(st.open_code_at))
+    if m is None or RAISE_CALL_FIELD_RE.search(m["msg"]):
+        return  # a field that calls a function may have raised first, in a frame the paste cut
+    lineno = st.last_frame_line + 1
+    _handle_line(st, spec, f"{m['type']}: {m['msg'].strip()}", lineno, lambda: (None, None), lambda: {},
+                 lambda: False, None)
+    for ev in (*st.recent_first, *st.recent):
+        if ev.get("line") == lineno:
+            ev["from_raise"] = True
+
+
 def resolve_progress(st: _FileState) -> None:
     """Give the first and last progress lines the time of the nearest stamped line before them."""
     for ev in (st.progress_first, st.progress_last):
