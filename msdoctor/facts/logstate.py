@@ -537,8 +537,33 @@ def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | No
 # ValueError(f"SafeTensorError::InvalidOffset({key})")`, mindnlp#2054): the paste ends before the exception line, but
 # the innermost frame's own source says which exception it raised and, but for the `{…}` fields, its message.
 RAISE_LITERAL_RE = re.compile(r"^raise\s+(?P<type>[A-Za-z_][\w.]{0,80}(?:Error|Exception|Exit|Interrupt))\(\s*"
-                              r"[fFrRbB]{0,2}(?P<q>[\"\'])(?P<msg>[^\"\'\n]{3,300})")
+                              r"(?P<args>[fFrRbB]{0,2}[\"\'].{3,300})")
+# its message: the string literals at the start of the argument, adjacent ones joined as Python joins them
+# (`raise RuntimeError("trying to initialize the default process group " "twice!")`, torch's distributed_c10d.py)
+RAISE_STRING_RE = re.compile(r"\s*[fFrRbB]{0,2}(?:\"(?P<d>[^\"\n]{0,300})\"|\'(?P<s>[^\'\n]{0,300})\')")
 RAISE_CALL_FIELD_RE = re.compile(r"\{[^{}]{0,120}\(")
+
+
+def raise_literal(code: str) -> tuple[str, str] | None:
+    """(exception type, message) of a source line `raise X("literal" …)`, the `{…}` fields of an f-string kept as
+    written; None for another line, or a message whose fields call a function (which may have raised first, in a
+    frame below). A literal cut before its closing quote (the line was shortened) is taken as far as it goes."""
+    m = RAISE_LITERAL_RE.match(code)
+    if m is None:
+        return None
+    args, parts, pos = m["args"], [], 0
+    while True:
+        lit = RAISE_STRING_RE.match(args, pos)
+        if lit is None:
+            break
+        parts.append(lit["d"] if lit["d"] is not None else lit["s"])
+        pos = lit.end()
+    if not parts:  # an unclosed literal: the source line was cut
+        parts = [args.lstrip("fFrRbB")[1:]]
+    msg = "".join(parts).strip()
+    if len(msg) < 3 or RAISE_CALL_FIELD_RE.search(msg):
+        return None
+    return m["type"], msg
 
 
 def read_open_raise(st: _FileState, spec: ScanSpec) -> None:
@@ -547,12 +572,11 @@ def read_open_raise(st: _FileState, spec: ScanSpec) -> None:
     and the fallback read its type and message; the verdict is no longer "incomplete traceback"."""
     if st.open_tb_line is None or not st.open_frames or st.last_error_line > st.last_frame_line:
         return
-    m = RAISE_LITERAL_RE.match(_source_under(st.open_code_at))
-    if m is None or RAISE_CALL_FIELD_RE.search(m["msg"]):
-        return  # a field that calls a function may have raised first, in a frame the paste cut
+    raised = raise_literal(_source_under(st.open_code_at))
+    if raised is None:
+        return
     lineno = st.last_frame_line + 1
-    _handle_line(st, spec, f"{m['type']}: {m['msg'].strip()}", lineno, lambda: (None, None), lambda: {},
-                 lambda: False, None)
+    _handle_line(st, spec, f"{raised[0]}: {raised[1]}", lineno, lambda: (None, None), lambda: {}, lambda: False, None)
     for ev in (*st.recent_first, *st.recent):
         if ev.get("line") == lineno:
             ev["from_raise"] = True
@@ -870,6 +894,16 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (fm.group(2) or "").strip()[:80]]
             st.open_code_at = next_line  # the line under the frame (the call it was making), read if it stays open
             st.last_frame_line = lineno
+            return
+    if rec.grammar == "python-exc" and not classified and st.open_frames and len(rec.message.strip()) >= 8:
+        # an exception line cut short (`RuntimeError: trying to initial`, the store's excerpt of diffusers#2221)
+        # under the frame whose source raises it in full: read the whole message from the raise statement
+        raised = raise_literal(_source_under(st.open_code_at))
+        cut = rec.message.strip()
+        if (raised is not None and raised[0].rsplit(".", 1)[-1] == (rec.exc_type or "").rsplit(".", 1)[-1]
+                and len(raised[1]) > len(cut) and raised[1].startswith(cut)):
+            _handle_line(st, spec, f"{rec.exc_type}: {raised[1]}", lineno, ts_lookup, banner_lookup, next_is_rule,
+                         prank, next_line, level_error, frames_lookup, prefix_level, raw)
             return
     if rec.grammar == "python-exc":
         banner = banner_lookup() if not rec.message.strip() or next_is_rule() else {}

@@ -78,3 +78,31 @@ def test_a_message_whose_field_calls_a_function_is_not_read(tmp_path: Path) -> N
         CUT.format(code='    raise ValueError(f"SafeTensorError::InvalidOffset({describe(key)})")'), encoding="utf-8")
     rc = run_cli("logs", "--json", str(tmp_path)).json()["root_cause"]
     assert rc.get("verdict") == "incomplete-traceback", rc
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_an_exception_line_cut_short_is_read_whole_from_its_raise(tmp_path, spec, engine):
+    # diffusers#2221 as stored: the exception line stops at `trying to initial`; torch's raise statement joins two
+    # literals, as Python does
+    from msdoctor.facts.logscan import ScanSpec, scan_file
+
+    f = tmp_path / "paste.log"
+    f.write_text(CUT.format(code='    raise RuntimeError("trying to initialize the default process group " "twice!")')
+                 + "RuntimeError: trying to initial\n", encoding="utf-8")
+    s = ScanSpec(spec.sigs, engine="python") if engine == "python" else ScanSpec(spec.sigs, grep_min_size=0)
+    hits = scan_file(str(f), s)["hits"]
+    assert "ENV172" in hits and hits["ENV172"]["first"]["line"] == 6, hits
+
+
+def test_raise_literal_reads_the_statement() -> None:
+    from msdoctor.facts.logstate import raise_literal
+
+    assert raise_literal('raise RuntimeError("trying to initialize the default process group " "twice!")') == \
+        ("RuntimeError", "trying to initialize the default process group twice!")
+    assert raise_literal("raise ValueError(f'Unsupported soc_version: {soc_version}')") == \
+        ("ValueError", "Unsupported soc_version: {soc_version}")
+    assert raise_literal('raise ValueError(f"{config.load_checkpoint} is not a valid path to load checkpoint ")') == \
+        ("ValueError", "{config.load_checkpoint} is not a valid path to load checkpoint")
+    assert raise_literal('raise KeyError(f"bad {fmt(x)}")') is None  # the field calls a function
+    assert raise_literal("raise ValueError(msg)") is None
+    assert raise_literal('raise ValueError("a message cut before its quote') == ("ValueError", "a message cut before its quote")
