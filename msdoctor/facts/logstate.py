@@ -533,6 +533,7 @@ def _progress(st: _FileState, rule: Rule, lineno: int, text: str, ts: float | No
     st.recent_first = []
     return ev
 
+
 # The statement a cut traceback stops at, when it raises an exception with a literal message (`raise
 # ValueError(f"SafeTensorError::InvalidOffset({key})")`, mindnlp#2054): the paste ends before the exception line, but
 # the innermost frame's own source says which exception it raised and, but for the `{…}` fields, its message.
@@ -577,9 +578,6 @@ def read_open_raise(st: _FileState, spec: ScanSpec) -> None:
         return
     lineno = st.last_frame_line + 1
     _handle_line(st, spec, f"{raised[0]}: {raised[1]}", lineno, lambda: (None, None), lambda: {}, lambda: False, None)
-    for ev in (*st.recent_first, *st.recent):
-        if ev.get("line") == lineno:
-            ev["from_raise"] = True
 
 
 def resolve_progress(st: _FileState) -> None:
