@@ -165,9 +165,10 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rank", re.compile(r"^\s*\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
     # torchrun's `--tee` / `--log-line-prefix-template` default `[default0]:` (role and LOCAL rank: the global
     # `[rank0]:` usually follows it) is stripped only; a bare `[0]:` (NeMo's and some launchers' local prefix,
-    # nemo#8460) names the rank, except a markdown link reference (`[1]: https://…`)
+    # nemo#8460) names the rank, except a markdown link reference (`[1]: https://…`) and torchrun's failure summary,
+    # whose entries are a bare `[0]:` line (logstate.ELASTIC_*: no rank prefix, the rows under it name the rank)
     ("", re.compile(r"^\s*\[default\d{1,5}\]:\s?")),
-    ("rank", re.compile(r"^\[(\d{1,5})\]:(?:\s|$)(?!\s*(?:https?://|www\.))")),
+    ("rank", re.compile(r"^\[(\d{1,5})\]:\s(?=\s*\S)(?!\s*(?:https?://|www\.))")),
     ("pid", re.compile(r"^\s*\((?:[\w.:-]+(?:=\d+)? ){0,3}pid=(\d+)(?:, ip=[\d.:a-f]+)?\)\s?")),
     ("", re.compile(r"^\s*(?P<lvl>ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
                     r"(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\]) ")),

@@ -106,3 +106,11 @@ def test_raise_literal_reads_the_statement() -> None:
     assert raise_literal('raise KeyError(f"bad {fmt(x)}")') is None  # the field calls a function
     assert raise_literal("raise ValueError(msg)") is None
     assert raise_literal('raise ValueError("a message cut before its quote') == ("ValueError", "a message cut before its quote")
+
+
+def test_torchruns_failure_summary_entry_is_no_rank_prefix() -> None:
+    # `Root Cause (first observed failure):` then a bare `[0]:` line: an entry of the summary, not rank 0's log
+    from msdoctor.facts.logformats import strip_prefixes
+
+    assert strip_prefixes("[0]:") == ("[0]:", None)
+    assert strip_prefixes("[1]:   ") == ("[1]:   ", None)
