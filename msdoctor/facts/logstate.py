@@ -567,11 +567,16 @@ def raise_literal(code: str) -> tuple[str, str] | None:
     return m["type"], msg
 
 
+def _ends_in_traceback(st: _FileState) -> bool:
+    """The file so far ends inside a traceback's frames: no exception line, and no error line after them."""
+    return st.open_tb_line is not None and bool(st.open_frames) and st.last_error_line <= st.last_frame_line
+
+
 def read_open_raise(st: _FileState, spec: ScanSpec) -> None:
     """A file that ends inside a traceback whose innermost frame's source line raises an exception with a literal
     message: that exception is read as the traceback's exception line (at the source line's number), so the rules
     and the fallback read its type and message; the verdict is no longer "incomplete traceback"."""
-    if st.open_tb_line is None or not st.open_frames or st.last_error_line > st.last_frame_line:
+    if not _ends_in_traceback(st):
         return
     raised = raise_literal(_source_under(st.open_code_at))
     if raised is None:
@@ -1070,7 +1075,7 @@ def _source_under(next_line: Callable[[], str] | None) -> str:
 def _open_traceback(st: _FileState) -> dict[str, Any] | None:
     """A traceback whose exception line is missing (the paste ends inside its frames, and no error line follows
     them): where it starts and its innermost frames; None when every traceback ended in its exception."""
-    if st.open_tb_line is None or not st.open_frames or st.last_error_line > st.last_frame_line:
+    if not _ends_in_traceback(st):
         return None
     return {"line": st.open_tb_line, "last_frame_line": st.last_frame_line, "frames": list(st.open_frames),
             "calls": list(st.open_calls), "code": _source_under(st.open_code_at),
