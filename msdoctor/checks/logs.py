@@ -925,6 +925,60 @@ def finished_then_tbe_orphan(facts: Facts, params: Mapping[str, Any]) -> Iterato
         return
 
 
+# -- an error raised by the framework's own install check (rule ENV336) ------------------------------------
+
+INSTALL_CHECK_RULE = "ENV334"  # `paddle.utils.run_check()`, `Running verify PaddlePaddle program ...`, `mindspore.run_check()`
+INSTALL_PASSED_RULE = "ENV335"  # `PaddlePaddle is installed successfully!`, `MindSpore has been installed on platform […] successfully!`
+# an error of these areas keeps its own rule inside the check: ENV's says more than "the install", MEM's (the card
+# full of another process's memory) is the machine's state, not the install
+INSTALL_CHECK_KEEPS = ("ENV", "MEM")
+
+
+def _errors(facts: Facts) -> list[dict[str, Any]]:
+    """Every error line read: the signature rules' error lines (with their rule) and the lines no rule knows."""
+    out = [dict(f, rule=h.get("rule")) for h in facts.get_known("logs.hits") or []
+           for f in (h.get("firsts") or [h.get("first") or {}])
+           if f and (f.get("severity") == "error" or f.get("logged_as"))]  # an error rule's line logged at W level
+    return out + [e for e in unclassified_events(facts) if not e.get("echo")]
+
+
+@check_params(within_lines=int)
+def install_check_failed(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """ENV336: the first error line after the framework's install check started (ENV334), in the same file, within
+    `within_lines` lines and before the check said it passed (ENV335): the framework's own verification program
+    failed, so the install (wheel, CUDA / CANN stack, driver, device support) is at fault whatever the message
+    says. An error an ENV or MEM rule reads keeps its rule (it says more, or it is the machine's state)."""
+    facts.need("logs.hits")
+    starts, passed = _rule_lines(facts, INSTALL_CHECK_RULE), _rule_lines(facts, INSTALL_PASSED_RULE)
+    errors = sorted(_errors(facts), key=lambda x: (str(x.get("file")), int(x.get("line") or 0)))
+    for s in sorted(starts, key=lambda x: int(x.get("line") or 0)):
+        line, file = int(s.get("line") or 0), s.get("file")
+        stop = min([int(p.get("line") or 0) for p in passed if p.get("file") == file and int(p.get("line") or 0) >= line]
+                   + [line + params["within_lines"] + 1])  # the check's pass line, else the window's end
+        e = next((x for x in errors if x.get("file") == file and line <= int(x.get("line") or 0) < stop), None)
+        if e is None and (s.get("groups") or {}).get("failed"):
+            e = s  # the user's own words that the check failed (`run_check时都报错：CUBLAS error(7)`) are the error
+        if e is None:
+            continue
+        rule = str(e.get("rule") or "")
+        if rule.startswith(INSTALL_CHECK_KEEPS):
+            return
+        where = f"{e.get('file')}:{e.get('line')}"
+        if e is s:
+            said = f"the user reports it failing (`{_quote(e)}`, {where})"
+        else:
+            read = f"{rule}'s reading" if rule else "no rule knows it"
+            said = f"`{_quote(e)}` ({where}; {read}) was raised by it (started at line {line}: `{_quote(s)}`)"
+        msg = (f"the framework's own install check failed: {said} — its verification program is the framework's, "
+               f"so the install is at fault (the wheel against the CUDA / CANN stack, the driver, the device's "
+               f"support), not a model")  # fmt: skip
+        evidence = tuple(x for x in ((_ev(e),) if e.get("line") == s.get("line") else (_ev(s), _ev(e))) if x)
+        yield Hit(message=msg, evidence=evidence, rank=e.get("prank"), step=None,
+                  data={"role": "root", "first_time": e.get("time") or s.get("time"), "check_line": line,
+                        "error_line": e.get("line"), "error_rule": rule or None})  # fmt: skip
+        return
+
+
 @check_params(min_ratio=float, min_rise=float, window=int)
 def loss_diverged(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
     """NUM204: a finite loss of a progress line far above the losses logged before it: a divergence that no line
