@@ -180,7 +180,21 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # exit-time noise of that unclean exit, not a kill (vllm-ascend #198, verl #3316)
                                         # … and after the driver printed the run's final result (verl's
                                         # `Final validation metrics`, a Ray Train `Result(…)`), ENV979 (verl #2012)
-                                        "MEM016": frozenset({"ENV311", "ENV979"})}  # fmt: skip
+                                        "MEM016": frozenset({"ENV311", "ENV979"}),
+                                        # NCCL's `unhandled cuda error` (COMM710) says only that a CUDA call inside
+                                        # NCCL failed; the NCCL WARN line a rule reads says which: GPUs without peer
+                                        # access (`failed to open CUDA IPC handle : 217`, ENV952, ray_lightning #24),
+                                        # NVLS multicast refused (ENV911), no memory for its buffers (MEM050), a kernel
+                                        # fault or device assert reported at NCCL's next CUDA call (RT022, NUM124),
+                                        # a capture violation (NUM077) — whichever rank's line a paste prints first
+                                        "COMM710": frozenset({"ENV952", "ENV911", "MEM050", "RT022", "NUM124", "NUM077"}),
+                                        # cuBLAS' handle creation failing (`CUBLAS_STATUS_ALLOC_FAILED when calling
+                                        # cublasCreate(handle)`, MEM038) right after an out-of-range embedding index:
+                                        # the asynchronous fault of the lookup surfaces at the next library call; the
+                                        # CPU rerun's `IndexError: index out of range in self` (NUM064) or the kernel's
+                                        # device-side assert (NUM124) in the same paste says what failed
+                                        # (transformers #12935)
+                                        "MEM038": frozenset({"NUM064", "NUM124"})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
