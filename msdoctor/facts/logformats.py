@@ -186,6 +186,10 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Python logging's `%(asctime)s - %(name)s - %(levelname)s - ` after its time stamp (GPUStack, LMDeploy):
     # `gpustack.worker.serve_manager - ERROR - Error provisioning model instance …`, and without the name
     ("", re.compile(r"^(?:[A-Za-z_][\w.]{0,100} - )?(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?=\S)")),
+    # TensorFlow's C++ logger (its stream executor, kernels, XLA): `E tensorflow/stream_executor/cuda/cuda_driver.cc:406] `,
+    # after its time stamp `2019-11-13 18:56:18.908538: E …` (the ISO stamp is stripped first, its colon stays) and
+    # with a Windows build path (`E C:\tf_jenkins\…\cuda_dnn.cc:396] `): the level letter, a C++ source, a line
+    ("", re.compile(r"^(?::\s)?(?P<lvl>[EWIF]) (?:[A-Za-z]:\\)?[\w./\\-]{1,300}\.(?:cc|cpp|cu|h):\d{1,6}\] (?=\S)")),
     # ONNX Runtime's own logger: `[E:onnxruntime:Default, cann_call.cc:139 CannCall] ` (V/I/W/E/F)
     ("", re.compile(r"^\s*\[(?P<lvl>[VIWEF]):onnxruntime:[^\]]{0,200}\] ")),
     # Paddle Lite's `[F 12/20  9:56:17.932 …/lite/kernels/nnadapter/engine.cc:294 Engine] `

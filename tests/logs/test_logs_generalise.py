@@ -62,6 +62,14 @@ from tests.conftest import run_cli
         ("[F 12/20  9:56:17.932 ...e-v2.11/lite/kernels/nnadapter/engine.cc:294 Engine] Check failed: "
          "(device_names.size() > 0): 0!>0 No device specified.",
          "Check failed: (device_names.size() > 0): 0!>0 No device specified.", "CRITICAL", None),
+        # TensorFlow's C++ logger, with its time stamp, a Windows build path, or alone (tensorflow-16860, round 68 i)
+        ("2019-11-13 18:56:18.908538: E tensorflow/stream_executor/cuda/cuda_driver.cc:406] failed call to cuInit: "
+         "CUDA_ERROR_NO_DEVICE", "failed call to cuInit: CUDA_ERROR_NO_DEVICE", "ERROR", None),
+        ("2018-02-08 18:14:25.441350: I C:\\tf_jenkins\\workspace\\rel-win\\M\\windows-gpu\\PY\\36\\tensorflow\\stream_"
+         "executor\\cuda\\cuda_diagnostics.cc:158] retrieving CUDA diagnostic information for host: Vincent",
+         "retrieving CUDA diagnostic information for host: Vincent", "INFO", None),
+        ("W tensorflow/core/common_runtime/bfc_allocator.cc:275] Allocator ran out of memory",
+         "Allocator ran out of memory", "WARNING", None),
         # Ray's de-duplication note after a repeated worker line
         ("(MegatronTrainRayActor pid=3848117) RuntimeError: x [repeated 7x across cluster]", "RuntimeError: x", None, None),
     ],
