@@ -178,7 +178,10 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             # `X has no SGlang implementation`, `opp_kernels is not installed?`, `… segfaults on …`)
                             r"(?i:\b(?:has )?no attribute\b|\bhas no [\w.-]{1,40} implementation\b|\bnot installed\b|\bseg ?fault(?:s|ed|ing)?\b)|"
                             # a process's non-zero exit status (`return code: 137`, `exitcode: 1`)
-                            r"(?i:\b(?:exit|return) ?code:? ?-?[1-9][0-9]{0,3}\b)")  # fmt: skip
+                            r"(?i:\b(?:exit|return) ?code:? ?-?[1-9][0-9]{0,3}\b)|"
+                            # a C / C++ assertion macro's report without an error word (round 68 j: ggml's
+                            # `GGML_ASSERT: …/ggml.c:4411: ctx->mem_buffer != NULL`; TORCH_INTERNAL_ASSERT says `failed`)
+                            r"\b[A-Z][A-Z0-9]{1,20}_ASSERT(?:_[A-Z]{1,10})?\b")  # fmt: skip
 
 # A level named in a line of no known grammar, near its start (`[2026-04-28 07:58:58.469699][INFO]`, `WARNING:root:`,
 # `mindocr.utils.callbacks INFO - epoch …`, `I0609 09:33:06.032086`, `Warning: tiling offset out of range`), or

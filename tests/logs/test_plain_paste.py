@@ -74,6 +74,8 @@ WIDER = [
     # round 59: the statement ending in what failed: an operator not supported, slowness
     "310P上图模式运行InternVL2 8B提示算子不支持",  # dlinfer-221-310p-graph-mode-internvl2-atbgraph-compile-op-unsupported-2025
     "vllm-ascend 0.11.0 glm-4.5v on 910b4 推理缓慢",  # vllm-ascend-4120-… (the title without its [Performance] tag)
+    # round 68: a C assertion macro's report (llamacpp-1813-gpt4all-ggml-assert-ctx-mem-buffer-not-null-1-9gb-ram-2023)
+    "GGML_ASSERT: /home/circleci/project/gpt4all-backend/llama.cpp-230511/ggml.c:4411: ctx->mem_buffer != NULL",
 ]
 
 
