@@ -961,7 +961,8 @@ def install_check_failed(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hi
     """ENV336: the first error line after the framework's install check started (ENV334), in the same file, within
     `within_lines` lines and before the check said it passed (ENV335): the framework's own verification program
     failed, so the install (wheel, CUDA / CANN stack, driver, device support) is at fault whatever the message
-    says. An error an ENV or MEM rule reads keeps its rule (it says more, or it is the machine's state)."""
+    says. Where an ENV or MEM rule reads any error line of the check, that rule keeps the verdict (it says more, or it
+    is the machine's state)."""
     facts.need("logs.hits")
     starts, passed = _rule_lines(facts, INSTALL_CHECK_RULE), _rule_lines(facts, INSTALL_PASSED_RULE)
     errors = sorted(_errors(facts), key=lambda x: (str(x.get("file")), int(x.get("line") or 0)))
@@ -969,14 +970,15 @@ def install_check_failed(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hi
         line, file = int(s.get("line") or 0), s.get("file")
         stop = min([int(p.get("line") or 0) for p in passed if p.get("file") == file and int(p.get("line") or 0) >= line]
                    + [line + params["within_lines"] + 1])  # the check's pass line, else the window's end
-        e = next((x for x in errors if x.get("file") == file and line <= int(x.get("line") or 0) < stop), None)
+        inside = [x for x in errors if x.get("file") == file and line <= int(x.get("line") or 0) < stop]
+        if any(str(x.get("rule") or "").startswith(INSTALL_CHECK_KEEPS) for x in inside):
+            return  # an ENV or MEM rule reads a line of the failed check (a CANN block's cause under its code line)
+        e = inside[0] if inside else None
         if e is None and (s.get("groups") or {}).get("failed"):
             e = s  # the user's own words that the check failed (`run_check时都报错：CUBLAS error(7)`) are the error
         if e is None:
             continue
         rule = str(e.get("rule") or "")
-        if rule.startswith(INSTALL_CHECK_KEEPS):
-            return
         where = f"{e.get('file')}:{e.get('line')}"
         if e is s:
             said = f"the user reports it failing (`{_quote(e)}`, {where})"
