@@ -194,7 +194,11 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # CPU rerun's `IndexError: index out of range in self` (NUM064) or the kernel's
                                         # device-side assert (NUM124) in the same paste says what failed
                                         # (transformers #12935)
-                                        "MEM038": frozenset({"NUM064", "NUM124"})}  # fmt: skip
+                                        "MEM038": frozenset({"NUM064", "NUM124"}),
+                                        # a shape refusal raised under a checkpoint converter's frame (CKPT083 reads
+                                        # the pair): the converter's split, not the model's code nor a job's
+                                        # sharding (Pai-Megatron-Patch #167, #544)
+                                        **{r: frozenset({"CKPT083"}) for r in ("PAR010", "NUM098", "PAR001", "NUM096")}}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
@@ -992,6 +996,45 @@ def install_check_failed(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hi
         yield Hit(message=msg, evidence=evidence, rank=e.get("prank"), step=None,
                   data={"role": "root", "first_time": e.get("time") or s.get("time"), "check_line": line,
                         "error_line": e.get("line"), "error_rule": rule or None})  # fmt: skip
+        return
+
+
+# -- a shape refusal inside a checkpoint converter (rule CKPT083) --------------------------------------------
+
+CONVERTER_RULE = "CKPT081"  # a traceback frame of a conversion script
+# the shape refusals (each signature rule with its twin) that a converter's reshape raises
+CONVERTER_SHAPE_RULES = frozenset({"PAR010", "NUM098", "PAR001", "NUM096"})
+
+
+@check_params(within_lines=int)
+def converter_shape_refused(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """CKPT083: a shape refusal (PAR010 / PAR001 or their twins) after a converter's frame (CKPT081), in the same
+    file, within `within_lines` lines: the converter's reshape does not fit the checkpoint it read, not the model's
+    code nor a training job's split."""
+    facts.need("logs.hits")
+    marks = _rule_lines(facts, CONVERTER_RULE)
+    if not marks:
+        return
+    refusals = sorted((e for e in _errors(facts) if str(e.get("rule") or "") in CONVERTER_SHAPE_RULES),
+                      key=lambda x: (str(x.get("file")), int(x.get("line") or 0)))  # fmt: skip
+    for e in refusals:
+        line, file = int(e.get("line") or 0), e.get("file")
+        near = [m for m in marks if m.get("file") == file and 0 < line - int(m.get("line") or 0) <= params["within_lines"]]
+        m = max(near, key=lambda x: int(x.get("line") or 0), default=None)  # the nearest converter frame recorded before it
+        if m is None:
+            continue
+        where = f"{file}:{line}"
+        script = re.search(r'File "(?:[^"]*[/\\])?([^"/\\]+)", line (\d+)', str(m.get("text") or ""))
+        frame = f"{script.group(1)}, line {script.group(2)}" if script else _quote(m)
+        on = f"under the converter's frame `{frame}` ({file}:{m.get('line')})"
+        msg = (f"a checkpoint converter refused a reshape: `{_quote(e)}` ({where}; {e.get('rule')}'s reading) was "
+               f"raised {on} — the converter's split does not fit this checkpoint or this target layout, not the "
+               f"model's code nor a training job's sharding")  # fmt: skip
+        evidence = tuple(x for x in (_ev(m), _ev(e)) if x)
+        yield Hit(message=msg, evidence=evidence, rank=e.get("prank"), step=None,
+                  data={"role": "root", "first_time": e.get("time") or m.get("time"), "converter_line": m.get("line"),
+                        "error_line": e.get("line"), "error_rule": e.get("rule"),
+                        "groups": e.get("groups") or {}})  # fmt: skip
         return
 
 
