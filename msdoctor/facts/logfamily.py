@@ -371,9 +371,14 @@ def classify(lines: list[str], fam: Families | None = None, frames: list[str] | 
 # rules PAR001 / PAR010 / PAR030 and their NUM twins (docs/architecture.md, "A rule's twin"), they name a sharding
 # fault only where the input names a parallel layout (msdoctor/facts/layout.py); elsewhere they are an operator's
 # input error, NUM. A winning word that itself names the split (a strategy, a shard, a pipeline, a parallel size, a
-# mesh, micro-batches, a divisibility, `TP` / `EP`: MindIE's `Invalid TP number per node`) keeps PAR.
+# mesh, micro-batches, a divisibility, `TP` / `EP`: MindIE's `Invalid TP number per node`; a distributed wrapper's own
+# word: DTensor, ZeRO-3, FSDP's FlatParameter, DDP's `mark a variable ready only once`) keeps PAR.
 SPLIT_WORD_RE = re.compile(r"strateg|shard|pipeline|parallel|device[_ ]num|mesh|micro-?batch|divisible|pp_size|切分"
-                           r"|\b(?:tp|pp|ep|cp|sp|dp)\b", re.I)
+                           r"|\b(?:tp|pp|ep|cp|sp|dp)\b"
+                           # the distributed wrappers' own words (round 69): DTensor, ZeRO-3's partitioned parameters,
+                           # FSDP's flat parameters and flattening, DDP's reducer, a process group's size check
+                           r"|dtensor|zero[-_ ]?(?:3|stage)|zeroparamstatus|ds_status|flatparam|flatten integer"
+                           r"|ready only once|new group", re.I)
 
 
 def by_layout(c: Classification | None, layout: bool) -> Classification | None:
