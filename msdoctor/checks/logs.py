@@ -78,7 +78,11 @@ ADMISSION_WRAPPERS = frozenset({"ENV322"})
 # log that names the crashing component (an operator kernel, a compiler pass, a ggml CPU op) says what failed, and the
 # report yields to it like a statement rule — even when the launcher's line carries the only time stamp. Alone (a
 # crash while garbage-collecting at exit, HyperParallel #253) it keeps its reading.
-LAUNCHER_SIGNAL_REPORTS = frozenset({"ENV329"})
+# Ray's report that a worker process died without an error of its own (MEM069: `Worker exit type: SYSTEM_ERROR …
+# Worker unexpectedly exits with a connection error code 2`, usually the OOM killer) is the same kind of report: where
+# another area's specific rule reads why the worker could not run (`No module named 'vllm'` on the other node, GPUStack
+# #2415), that rule says more.
+LAUNCHER_SIGNAL_REPORTS = frozenset({"ENV329", "MEM069"})
 
 
 # A rule whose line an HCCL report prints in the TraceBack of another, named failure: that failure is what went

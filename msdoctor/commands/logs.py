@@ -190,12 +190,16 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
     collective = any(f.rule.startswith("COMM") and f.data.get("role") == "consequence" for f in cands)
 
     cand_rules = [f.rule for f in cands if f.severity.value == "error"]
+    # a warning yields to the rules of its own severity too (Ray's worker-death warning MEM069 to the title's
+    # `No module named 'vllm'` warning, ENV055): an error finding never yields to a warning
+    warn_rules = [f.rule for f in cands]
 
     def role(f: Finding) -> float:
         r = ROLE_ORDER.get(str(f.data.get("role")), 2)
-        if r == 1 and yields_to_task(f.rule, cand_rules):
+        others = cand_rules if f.severity.value == "error" else warn_rules
+        if r == 1 and yields_to_task(f.rule, others):
             return 1.25  # a model stream's 0x91 report wraps the failed task that a NUM rule describes
-        if r == 0 and yields_to_task(f.rule, cand_rules):
+        if r == 0 and yields_to_task(f.rule, others):
             return 0.5  # a failing statement (CKPT029) under which another area's specific rule says what failed
         if collective and r == 0 and not f.rule.startswith("COMM") and any(TASK_TIMEOUT_RE.search(e.text) for e in f.evidence):
             return 1.5  # a device-task time-out beside a collective time-out is that collective's task
