@@ -127,8 +127,8 @@ def test_tombstone_keeps_its_id(tmp_path: Path) -> None:
 def test_tombstone_cannot_carry_rule_fields_nor_point_nowhere(tmp_path: Path) -> None:
     with pytest.raises(CatalogueError, match="unknown field 'check'"):
         parse_document(TOMBSTONE + 'check = "env.x"\n', "x.toml")
-    with pytest.raises(CatalogueError, match="'replaced_by' 'ENV996' is not an active rule"):
-        load_from(_catalogue_with(tmp_path, ENV997=TOMBSTONE.replace("ENV108", "ENV996")))
+    with pytest.raises(CatalogueError, match="'replaced_by' 'ENV000' is not an active rule"):
+        load_from(_catalogue_with(tmp_path, ENV997=TOMBSTONE.replace("ENV108", "ENV000")))
 
 
 def test_reusing_a_retired_id_is_an_error() -> None:
