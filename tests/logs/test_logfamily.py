@@ -475,6 +475,13 @@ ROUND69 = [
      "release-0.8/L0_PostMerge/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:90)", "PAR"),
     # llama-cookbook-240-code-llama-fsdp-quantization-cannot-flatten-integer-dtype-tensors-title-2023
     ("ValueError: Cannot flatten integer dtype tensors", "PAR"),
+    # agentfly-11-verl-ppo-ref-init-model-barrier-cuda-failure-217-peer-access-not-supported-2025: NCCL's CUDA call
+    # refused by the machine (the blind round scored it COMM099)
+    ("Cuda failure 217 'peer access is not supported between these two devices'", "ENV"),
+    # nccl-tests-287-rtx-5090-nccl-2-25-1-ncclmaxsharedmem-82240-exceeds-device-maxsharedmem-79856-2025
+    ("GENOA-06:4766:4780 [0] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856", "ENV"),
+    # dcgm-exporter-148-error-watching-fields-third-party-profiling-module-unrecoverable-error-gsp-title-2023 (was PERF099)
+    ("Error watching fields: The third-party Profiling module returned an unrecoverable error", "ENV"),
 ]  # fmt: skip
 
 
