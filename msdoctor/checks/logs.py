@@ -84,6 +84,12 @@ ADMISSION_WRAPPERS = frozenset({"ENV322"})
 # #2415), that rule says more.
 LAUNCHER_SIGNAL_REPORTS = frozenset({"ENV329", "MEM069"})
 
+# A checkpoint converter's traceback frame (CKPT081) and the shape refusals (each signature rule with its twin) that
+# its reshape raises: under the frame CKPT083 reads the refusal as the converter's, and the refusal yields to it.
+CONVERTER_RULE = "CKPT081"
+CONVERTER_CHECK_RULE = "CKPT083"
+CONVERTER_SHAPE_RULES = frozenset({"PAR010", "NUM098", "PAR001", "NUM096"})
+
 
 # A rule whose line an HCCL report prints in the TraceBack of another, named failure: that failure is what went
 # wrong and the echo yields to it. `Transport init error … Create Dest error! creakLink para:rank[15]…dst_rank[1]`
@@ -202,7 +208,7 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # a shape refusal raised under a checkpoint converter's frame (CKPT083 reads
                                         # the pair): the converter's split, not the model's code nor a job's
                                         # sharding (Pai-Megatron-Patch #167, #544)
-                                        **{r: frozenset({"CKPT083"}) for r in ("PAR010", "NUM098", "PAR001", "NUM096")}}  # fmt: skip
+                                        **dict.fromkeys(CONVERTER_SHAPE_RULES, frozenset({CONVERTER_CHECK_RULE}))}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
@@ -1004,10 +1010,6 @@ def install_check_failed(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hi
 
 
 # -- a shape refusal inside a checkpoint converter (rule CKPT083) --------------------------------------------
-
-CONVERTER_RULE = "CKPT081"  # a traceback frame of a conversion script
-# the shape refusals (each signature rule with its twin) that a converter's reshape raises
-CONVERTER_SHAPE_RULES = frozenset({"PAR010", "NUM098", "PAR001", "NUM096"})
 
 
 @check_params(within_lines=int)
