@@ -189,14 +189,14 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
         return None
     collective = any(f.rule.startswith("COMM") and f.data.get("role") == "consequence" for f in cands)
 
-    cand_rules = [f.rule for f in cands if f.severity.value == "error"]
-    # a warning yields to the rules of its own severity too (Ray's worker-death warning MEM069 to the title's
-    # `No module named 'vllm'` warning, ENV055): an error finding never yields to a warning
-    warn_rules = [f.rule for f in cands]
+    # an error finding yields only to errors; a warning to the rules of its own severity too (Ray's worker-death
+    # warning MEM069 to the title's `No module named 'vllm'` warning, ENV055)
+    error_rules = [f.rule for f in cands if f.severity.value == "error"]
+    all_rules = [f.rule for f in cands]
 
     def role(f: Finding) -> float:
         r = ROLE_ORDER.get(str(f.data.get("role")), 2)
-        others = cand_rules if f.severity.value == "error" else warn_rules
+        others = error_rules if f.severity.value == "error" else all_rules
         if r == 1 and yields_to_task(f.rule, others):
             return 1.25  # a model stream's 0x91 report wraps the failed task that a NUM rule describes
         if r == 0 and yields_to_task(f.rule, others):
