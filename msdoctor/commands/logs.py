@@ -70,7 +70,7 @@ def signature_findings(hits: list[dict[str, Any]]) -> list[Finding]:
             f.severity = Severity.WARNING
             f.message += f" (logged at {firsts[0]['logged_as']} level)"
             f.data["logged_as"] = str(firsts[0]["logged_as"])
-        if info is not None and info.rule == rule.id:  # the code's own fix (or its family's) is more precise than
+        if info is not None and info.rule == rule.id and info.fix:  # the code's own fix (or its family's) is more precise than
             # the generic rule's — unless the line's words moved the code to another rule (SUPPORT_LIMIT_RE)
             f.fix = f"{info.fix} Confirm: {info.confirm}".strip()
         f.count = int(h["count"])
@@ -111,7 +111,7 @@ def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
 
     body = parse_line(strip_prefixes(str(ev.get("text", "")))[0]).message.strip()
     quote = body if len(body) <= 220 else body[:219] + "…"
-    groups = {k: v for k, v in (ev.get("groups") or {}).items() if k not in ("family_code", "cann_code", "acl_code")}
+    groups = {k: v for k, v in (ev.get("groups") or {}).items() if k not in ("family_code", "cann_code", "acl_code", "cuda_error")}
     parts = []
     if info is not None:
         known = "" if info.known else f" (a code of the {info.family} family not listed by msdoctor)"

@@ -28,6 +28,7 @@ class CodeInfo:
     fix: str
     known: bool  # the exact code is listed (not only its family)
     role: str = "root"  # consequence: a time-out that waits on something else (a peer, a task)
+    internal_code: bool = False  # a catch-all of a table that is not CANN's (cudaErrorUnknown)
 
     @property
     def internal(self) -> bool:
@@ -35,6 +36,10 @@ class CodeInfo:
         `report error module_type=3, module_name=EE8888` next to every runtime API call that fails — or an ACL
         5xxxxx code outside the runtime's 507xxx list): it wraps the real error, which another code or line usually
         names."""
+        if self.internal_code:
+            return True
+        if self.family.startswith("CUDA"):
+            return False
         if self.code.startswith("E"):  # E*8888 is the runtime's own `Inner Error!` wrapper of a failed API call
             return self.code[2] == "9" or self.code[2:] == "8888"
         return self.family == "5"
@@ -65,7 +70,8 @@ def family_rules() -> frozenset[str]:
     d = _data()
     fams = (list(d.get("families", {}).values()) + list(d.get("acl_families", {}).values())
             + list(d.get("rt_families", {}).values()))  # fmt: skip
-    return frozenset(str(f["rule"]) for f in fams)
+    cuda = list(_cuda_data().get("families", {}).values())
+    return frozenset(str(f["rule"]) for f in fams + cuda)
 
 
 def _info(code: str, family: str, fam: dict[str, Any], exact: dict[str, Any] | None) -> CodeInfo:
@@ -133,7 +139,10 @@ def lookup(code: str) -> CodeInfo | None:
     name ``ACL_ERROR_…`` (as acl.h / rt_error_codes.h spell it; a name the data does not list is not looked up),
     or the runtime's internal code ``0x7MMxxxx`` (rtError_t)."""
     d = _data()
-    code = code.strip().upper()
+    code = code.strip()
+    if code.startswith(("cudaError", "CUDA_ERROR_")):
+        return _cuda_by_name().get(code)
+    code = code.upper()
     if code.startswith("ACL_ERROR_"):
         num = _acl_names().get(code)
         return lookup(num) if num else None
@@ -150,6 +159,74 @@ def lookup(code: str) -> CodeInfo | None:
             fam = fams.get(code[:n])
             if fam is not None:
                 return _info(code, code[:n], fam, d.get("acl_codes", {}).get(code))
+    return None
+
+
+# -- CUDA's error codes (msdoctor/data/cuda_errors.toml) ------------------------------------------------
+
+
+@cache
+def _cuda_data() -> dict[str, Any]:
+    text = resources.files("msdoctor.data").joinpath("cuda_errors.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _cuda_info(num: str, entry: dict[str, Any]) -> CodeInfo:
+    fam = _cuda_data()["families"][entry["family"]]
+    msg = entry["messages"][0]
+    exact = {"rule": entry.get("rule"), "role": entry.get("role"),
+             "meaning": f"{num} = {msg} ({str(fam.get('meaning', '')).split(':')[0]})"}  # fmt: skip
+    info = _info(str(entry["name"]), "CUDA", fam, {k: v for k, v in exact.items() if v})
+    if entry.get("rule"):  # a code the catalogue has its own rule for: that rule's fix, not the family's
+        info = replace(info, fix="", confirm="")
+    return replace(info, family="CUDA " + str(entry["family"]), internal_code=bool(entry.get("internal")))
+
+
+@cache
+def _cuda_by_name() -> dict[str, CodeInfo]:
+    """cudaError_t and CUresult names → the code's info (the two enums share their numbers)."""
+    out: dict[str, CodeInfo] = {}
+    for num, entry in _cuda_data().get("codes", {}).items():
+        info = _cuda_info(num, entry)
+        out[str(entry["name"])] = info
+        if entry.get("driver"):
+            out[str(entry["driver"])] = info
+    return out
+
+
+@cache
+def _cuda_messages() -> tuple[re.Pattern[str], dict[str, CodeInfo]]:
+    by_msg = {str(m).lower(): _cuda_info(num, e) for num, e in _cuda_data().get("codes", {}).items() for m in e["messages"]}
+    alts = "|".join(re.escape(m) for m in sorted(by_msg, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])", re.IGNORECASE), by_msg
+
+
+_CUDA_NAME_RE = re.compile(r"\b(?:cudaError[A-Z]\w{2,60}|CUDA_ERROR_[A-Z][A-Z_]{2,60})\b")
+_CUDA_NUM_RE = re.compile(r"^\W{0,3}(\d{1,4})(?!\d)")
+_CUDA_GLUE_RE = re.compile(r"[\W\d_]{0,16}")  # what may stand between the wrapper's words and the message
+
+
+def cuda_lookup(text: str) -> CodeInfo | None:
+    """A CUDA error in the text that follows a wrapper's words (`Cuda failure 217 'peer access is not supported …'`,
+    `CUDA error: an illegal memory access …`, `cuda runtime error (2) : out of memory`): by its enum name anywhere
+    in the text, else by cudaGetErrorString's message right after them (or quoted, or after a colon,
+    within the first 240 characters), else by a number right after the wrapper's words that means the same before
+    and after CUDA 10.1 (every listed number from 98 up, and `number_only`)."""
+    m = _CUDA_NAME_RE.search(text)
+    if m and m.group(0) in _cuda_by_name():
+        return _cuda_by_name()[m.group(0)]
+    msg_re, by_msg = _cuda_messages()
+    for m in msg_re.finditer(text, 0, 240):
+        # right after the wrapper's words (only punctuation and a number between: `: `, ` 217 '`, `(700), `), or
+        # quoted / after a colon past a source position or a call (`CUDA error …/runtime.cu:25 'named symbol not
+        # found'`, `CUDA runtime error in ::cudaMallocAsync(…): out of memory`, `failed. Status: CUDA driver …`)
+        before = text[:m.start()]
+        if _CUDA_GLUE_RE.fullmatch(before) or before.endswith(("'", ": ", "' ")):
+            return by_msg[m.group(0).lower()]
+    n = _CUDA_NUM_RE.match(text)
+    if n and (int(n.group(1)) >= 98 or int(n.group(1)) in set(_cuda_data().get("number_only", []))):
+        entry = _cuda_data()["codes"].get(str(int(n.group(1))))
+        return _cuda_info(n.group(1), entry) if entry else None
     return None
 
 

@@ -23,8 +23,9 @@ __all__ = ["CheckFn", "Evaluation", "SignatureSet", "resolve_check", "run_checks
 _DIGITS = re.compile(r"\d+")
 _CODE_RE = re.compile(r"\bE[0-9A-Z]\d{4}\b|\b[1-5]\d{5}\b")
 # the named groups by which a code-family rule hands its code to msdoctor/engine/codes.py lookup(), in the order read
-# (a CANN code, an ACL return code, the runtime's internal rtError_t)
-CODE_GROUPS = ("cann_code", "acl_code", "rt_code")
+# (a CANN code, an ACL return code, the runtime's internal rtError_t; the text after a CUDA wrapper's words,
+# msdoctor/data/cuda_errors.toml)
+CODE_GROUPS = ("cann_code", "acl_code", "rt_code", "cuda_error")
 
 
 @dataclass
@@ -219,7 +220,7 @@ class SignatureSet:
         The generic rules (COMM080, MEM040, NUM030, ENV050, PERF010) share one pattern for the CANN code
         grammar: which of them reports a code is data (``msdoctor/data/cann_codes.toml``), not regex.
         """
-        from msdoctor.engine.codes import lookup, support_limit
+        from msdoctor.engine.codes import cuda_lookup, lookup, support_limit
 
         specific = [sm for sm in out if sm.rule.id not in self._family]
         known = {c for sm in specific for c in self._knows.get(sm.rule.id, ())}
@@ -232,8 +233,11 @@ class SignatureSet:
             for sg in sm.rule.signatures:
                 for m in sg.regex.finditer(line):
                     groups = m.groupdict()
-                    code = next((groups[g] for g in CODE_GROUPS if groups.get(g)), None)
-                    info = lookup(code) if code else None
+                    if groups.get("cuda_error") is not None:
+                        info = cuda_lookup(groups["cuda_error"])
+                    else:
+                        code = next((groups[g] for g in CODE_GROUPS if groups.get(g)), None)
+                        info = lookup(code) if code else None
                     if info is not None:
                         found.append((info.specificity, m.start(), info, SigMatch(sm.rule, {k: v for k, v in groups.items() if v}, m.span())))
         if not found:
