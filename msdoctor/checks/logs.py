@@ -89,6 +89,9 @@ LAUNCHER_SIGNAL_REPORTS = frozenset({"ENV329", "MEM069"})
 CONVERTER_RULE = "CKPT081"
 CONVERTER_CHECK_RULE = "CKPT083"
 CONVERTER_SHAPE_RULES = frozenset({"PAR010", "NUM098", "PAR001", "NUM096"})
+# A pickle refusal of a live process group (CKPT092's line) raised under `copy.deepcopy` (PAR089 marks the frames,
+# PAR090 reads the pair): a copy of the wrapped model (an EMA of a DDP / FSDP module), not a checkpoint being saved.
+DEEPCOPY_MARK_RULE, DEEPCOPY_CHECK_RULE, PICKLE_REFUSAL_RULE = "PAR089", "PAR090", "CKPT092"
 
 
 # A rule whose line an HCCL report prints in the TraceBack of another, named failure: that failure is what went
@@ -208,7 +211,10 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # a shape refusal raised under a checkpoint converter's frame (CKPT083 reads
                                         # the pair): the converter's split, not the model's code nor a job's
                                         # sharding (Pai-Megatron-Patch #167, #544)
-                                        **dict.fromkeys(CONVERTER_SHAPE_RULES, frozenset({CONVERTER_CHECK_RULE}))}  # fmt: skip
+                                        **dict.fromkeys(CONVERTER_SHAPE_RULES, frozenset({CONVERTER_CHECK_RULE})),
+                                        # a process group's pickle refusal under copy.deepcopy (PAR090 reads the pair):
+                                        # an EMA copy of the wrapped model, not a save (pytorch #76927, tutel #177)
+                                        PICKLE_REFUSAL_RULE: frozenset({DEEPCOPY_CHECK_RULE})}  # fmt: skip
 
 # A rule that reads a SETTING rather than an error (a launch script's `export ASCEND_LAUNCH_BLOCKING=1`, ENV824) is
 # the cause only of the failures listed here: among a rank's root events it yields to any other rule but those; in
@@ -1041,6 +1047,38 @@ def converter_shape_refused(facts: Facts, params: Mapping[str, Any]) -> Iterator
                   data={"role": "root", "first_time": e.get("time") or m.get("time"), "converter_line": m.get("line"),
                         "error_line": e.get("line"), "error_rule": e.get("rule"),
                         "groups": e.get("groups") or {}})  # fmt: skip
+        return
+
+
+# -- a process group's pickle refusal under copy.deepcopy (rule PAR090) -------------------------------------------
+
+
+@check_params(within_lines=int)
+def deepcopy_pickle_refused(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
+    """PAR090: CKPT092's refusal to pickle a live process group after a `copy.py … deepcopy` frame (PAR089, the same
+    file, within `within_lines` lines) in a file without torch's `serialization.py … save` frames: the
+    traceback is a deep copy of the wrapped model (an EMA or a teacher made with `copy.deepcopy(model)` after DDP /
+    FSDP wrapped it), not a checkpoint being written."""
+    facts.need("logs.hits")
+    marks = _rule_lines(facts, DEEPCOPY_MARK_RULE)
+    if not marks:
+        return
+    for e in sorted((e for e in _errors(facts) if e.get("rule") == PICKLE_REFUSAL_RULE),
+                    key=lambda x: (str(x.get("file")), int(x.get("line") or 0))):  # fmt: skip
+        line, file = int(e.get("line") or 0), e.get("file")
+        near = [m for m in marks if m.get("file") == file and 0 < line - int(m.get("line") or 0) <= params["within_lines"]]
+        m = max(near, key=lambda x: int(x.get("line") or 0), default=None)
+        g = (m or {}).get("groups") or {}  # the file's first mark, with the kinds of frame its later marks gave
+        if m is None or not g.get("copy") or g.get("save"):
+            continue  # no deepcopy frame, or torch.save's own frames in the same file: CKPT092's reading stands
+        msg = (f"a deep copy of a model that holds a live process group: `{_quote(e)}` ({file}:{line}) was raised "
+               f"under `copy.deepcopy` ({file}:{m.get('line')}: `{_quote(m)}`) — the object copied is the DDP / FSDP "
+               f"/ DeepSpeed-wrapped model (or one that keeps a process group), typically for an EMA or a teacher; "
+               f"copy the unwrapped module (`model.module`) or make the copy before wrapping")  # fmt: skip
+        evidence = tuple(x for x in (_ev(m), _ev(e)) if x)
+        yield Hit(message=msg, evidence=evidence, rank=e.get("prank"), step=None,
+                  data={"role": "root", "first_time": e.get("time") or m.get("time"), "frame_line": m.get("line"),
+                        "error_line": e.get("line"), "error_rule": e.get("rule")})  # fmt: skip
         return
 
 
