@@ -302,7 +302,7 @@ def _most_specific(roots: list[dict[str, Any]]) -> dict[str, Any]:
     """The first root error, or a more specific line of the same fault: a catalogue rule before a generic
     code-family rule, a listed code before an internal catch-all (E*9999), and among lines of one time stamp
     a rule that refines its block before the block's generic report (BLOCK_GENERIC)."""
-    from msdoctor.engine.codes import family_rules, lookup
+    from msdoctor.engine.codes import family_rules, lookup_groups
 
     generic = family_rules()
     t0 = roots[0].get("time")
@@ -310,8 +310,7 @@ def _most_specific(roots: list[dict[str, Any]]) -> dict[str, Any]:
 
     def key(ie: tuple[int, dict[str, Any]]) -> tuple[int, int, float, bool, int]:
         i, e = ie
-        code = (e.get("groups") or {}).get("family_code")
-        info = lookup(code) if code else None
+        info = lookup_groups(e.get("groups") or {})
         t = e.get("time")
         return (int(e.get("rule") in generic), info.specificity if info else 0,
                 float(t) if t is not None else float("inf"), e.get("rule") in BLOCK_GENERIC, i)  # fmt: skip

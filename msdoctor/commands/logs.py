@@ -86,12 +86,10 @@ STEP_RE = re.compile(r"\b[Ss]tep[:=\s\[]*(\d+)")
 
 
 def _code(groups: Mapping[str, str]) -> Any:
-    code = groups.get("family_code")  # set by a code-family rule only: a rule's own `code` group keeps its text
-    if not code:
-        return None
-    from msdoctor.engine.codes import lookup
+    # set by a code-family rule only: a rule's own `code` group keeps its text
+    from msdoctor.engine.codes import lookup_groups
 
-    return lookup(code)
+    return lookup_groups(groups)
 
 
 def _step_of(ev: Mapping[str, Any]) -> int | None:
@@ -111,7 +109,7 @@ def describe(ev: Mapping[str, Any], info: Any, tail: str) -> str:
 
     body = parse_line(strip_prefixes(str(ev.get("text", "")))[0]).message.strip()
     quote = body if len(body) <= 220 else body[:219] + "…"
-    groups = {k: v for k, v in (ev.get("groups") or {}).items() if k not in ("family_code", "cann_code", "acl_code", "cuda_error")}
+    groups = {k: v for k, v in (ev.get("groups") or {}).items() if k not in ("family_code", "cann_code", "acl_code", "cuda_error", "family_bare")}
     parts = []
     if info is not None:
         known = "" if info.known else f" (a code of the {info.family} family not listed by msdoctor)"
@@ -219,10 +217,11 @@ def headline_finding(findings: list[Finding]) -> Finding | None:
     # block's generic device-exception report yields to a rule that refines it (BLOCK_GENERIC, as a rank's root
     # event does in checks/logs.py::_most_specific)
     def weak_code(f: Finding) -> int:
-        # a code the data does not list says only its family ("the runtime reported a failure"), an internal
-        # catch-all (E*9999) less: both yield to any line a rule read for what it says
+        # a code the data does not list says only its family ("the runtime reported a failure"), as does a CUDA code
+        # read from a number alone (`cuda error 710`); an internal catch-all (E*9999) less: they yield to any line a
+        # rule read for what it says
         cann = f.data.get("cann") or {}
-        return 2 if cann.get("internal") else (1 if cann and not cann.get("known") else 0)
+        return 2 if cann.get("internal") else (1 if cann and (not cann.get("known") or cann.get("bare")) else 0)
 
     return min(cands, key=lambda f: (f.severity.rank_order, weak_code(f), role(f),
                                      f.rule in generic, not names_culprit(f), f.data.get("first_time") or float("inf"),

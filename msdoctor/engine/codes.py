@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -29,6 +30,7 @@ class CodeInfo:
     known: bool  # the exact code is listed (not only its family)
     role: str = "root"  # consequence: a time-out that waits on something else (a peer, a task)
     internal_code: bool = False  # a catch-all of a table that is not CANN's (cudaErrorUnknown)
+    bare: bool = False  # read from a number alone (`cuda error 710`): says less than a line that names the fault
 
     @property
     def internal(self) -> bool:
@@ -52,11 +54,12 @@ class CodeInfo:
         FFTS+ exception of the same task)."""
         if self.internal:
             return 2
-        return 1 if (self.code.startswith("0x") or not self.known) else 0
+        return 1 if (self.code.startswith("0x") or not self.known or self.bare) else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "family": self.family, "component": self.component, "rule": self.rule,
-                "meaning": self.meaning, "known": self.known, "internal": self.internal}  # fmt: skip
+                "meaning": self.meaning, "known": self.known, "internal": self.internal,
+                **({"bare": True} if self.bare else {})}  # fmt: skip
 
 
 @cache
@@ -131,6 +134,14 @@ def _rt_lookup(code: str) -> CodeInfo | None:
     # the inner echo of a failure the runtime reports outward (an ACL / CANN code of the same call): a consequence,
     # so that the outward code, or the catalogue line that says why, is the root when the log has it
     return replace(_info("0x" + key.lower(), "07" + m.group(1), fam, exact or None), role="consequence")
+
+
+def lookup_groups(groups: Mapping[str, Any]) -> CodeInfo | None:
+    """The code a code-family match handed on (its `family_code`), read as it was read: a CUDA code read from a
+    number alone stays `bare` (`family_bare`)."""
+    code = groups.get("family_code")
+    info = lookup(str(code)) if code else None
+    return replace(info, bare=True) if info is not None and groups.get("family_bare") else info
 
 
 @cache
@@ -226,7 +237,7 @@ def cuda_lookup(text: str) -> CodeInfo | None:
     n = _CUDA_NUM_RE.match(text)
     if n and (int(n.group(1)) >= 98 or int(n.group(1)) in set(_cuda_data().get("number_only", []))):
         entry = _cuda_data()["codes"].get(str(int(n.group(1))))
-        return _cuda_info(n.group(1), entry) if entry else None
+        return replace(_cuda_info(n.group(1), entry), bare=True) if entry else None
     return None
 
 

@@ -249,7 +249,8 @@ class SignatureSet:
             return specific
         target = self._by_id.get(info.rule, best.rule)
         others = sorted({i.code for _, _, i, _ in found} - {info.code})
-        groups = dict(best.groups, family_code=info.code, **({"other_codes": ",".join(others)} if others else {}))
+        groups = dict(best.groups, family_code=info.code, **({"other_codes": ",".join(others)} if others else {}),
+                      **({"family_bare": "1"} if getattr(info, "bare", False) else {}))  # fmt: skip
         said = support_limit(line) if info.rule == "NUM030" and "ENV050" in self._by_id else None
         if said:  # the op's own message says the platform or package lacks it: the environment, not the inputs
             target, groups["unsupported"] = self._by_id["ENV050"], said

@@ -40,10 +40,18 @@ def test_code_read_from_the_wrapper(window, name, rule):
         " handling: see unknown error codes in the FAQ",  # the message must follow the wrapper's words
         ": CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",  # cuBLAS's status: the catalogue's
         " 208[cudaGraphicsUnregisterResource(s.cudaColorBuffer[i]);]",  # not a listed code
+        " 'invalid argument'",  # 1 is any call's words: ENV, RT and COMM cases alike; RT043 reads PyTorch's own line
     ],
 )
 def test_not_read(window):
     assert cuda_lookup(window) is None
+
+
+def test_a_bare_number_yields_to_a_line_that_names_the_fault(tmp_path):
+    # OpenPCDet #273 (real lines): the prose's `cuda error 710` before cumm's own `this arch isn't supported!` (ENV393)
+    text = "I updated cumm but now I am getting cuda error 710 now\nthis arch isn't supported!\n"
+    assert cuda_lookup(" 710 now").bare
+    assert _headline(tmp_path, text)["rule"] == "ENV393"
 
 
 def test_names_and_families():
