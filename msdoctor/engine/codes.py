@@ -214,6 +214,7 @@ def _cuda_messages() -> tuple[re.Pattern[str], dict[str, CodeInfo]]:
 
 _CUDA_NAME_RE = re.compile(r"\b(?:cudaError[A-Z]\w{2,60}|CUDA_ERROR_[A-Z][A-Z_]{2,60})\b")
 _CUDA_NUM_RE = re.compile(r"^\W{0,3}(\d{1,4})(?!\d)")
+_CUDA_AFTER_NUM_RE = re.compile(r"\s*(?:$|['\"`:),\].;-])")
 _CUDA_GLUE_RE = re.compile(r"[\W\d_]{0,16}")  # what may stand between the wrapper's words and the message
 
 
@@ -237,7 +238,13 @@ def cuda_lookup(text: str) -> CodeInfo | None:
     n = _CUDA_NUM_RE.match(text)
     if n and (int(n.group(1)) >= 98 or int(n.group(1)) in set(_cuda_data().get("number_only", []))):
         entry = _cuda_data()["codes"].get(str(int(n.group(1))))
-        return replace(_cuda_info(n.group(1), entry), bare=True) if entry else None
+        if not entry:
+            return None
+        # a program's print ends the number or follows it with its (perhaps cut) message in quotes or after a colon
+        # (`Cuda failure 217 'peer access is not supported between these`); a word after it is a sentence's
+        # (`getting cuda error 710 now`): that reading is bare
+        said = _CUDA_AFTER_NUM_RE.match(text, n.end())
+        return replace(_cuda_info(n.group(1), entry), bare=said is None)
     return None
 
 

@@ -51,6 +51,8 @@ def test_a_bare_number_yields_to_a_line_that_names_the_fault(tmp_path):
     # OpenPCDet #273 (real lines): the prose's `cuda error 710` before cumm's own `this arch isn't supported!` (ENV393)
     text = "I updated cumm but now I am getting cuda error 710 now\nthis arch isn't supported!\n"
     assert cuda_lookup(" 710 now").bare
+    # a program's print, its message cut by the paste (EasyR1 #579): the code, not a sentence's number
+    assert not cuda_lookup(" 217 'peer access is not supported between these").bare
     assert _headline(tmp_path, text)["rule"] == "ENV393"
 
 
