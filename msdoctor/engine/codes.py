@@ -31,6 +31,7 @@ class CodeInfo:
     role: str = "root"  # consequence: a time-out that waits on something else (a peer, a task)
     internal_code: bool = False  # a catch-all of a table that is not CANN's (cudaErrorUnknown)
     bare: bool = False  # read from a number alone (`cuda error 710`): says less than a line that names the fault
+    family_rule: str = ""  # the family's generic rule (where `rule`, the exact code's own, is not in the rule set)
 
     @property
     def internal(self) -> bool:
@@ -85,7 +86,7 @@ def _info(code: str, family: str, fam: dict[str, Any], exact: dict[str, Any] | N
         meaning=str(exact.get("meaning") or fam.get("meaning", "")),
         family_meaning=str(fam.get("meaning", "")), confirm=str(exact.get("confirm") or fam.get("confirm", "")),
         fix=str(exact.get("fix") or fam.get("fix", "")), known=bool(exact),
-        role=str(exact.get("role") or fam.get("role") or "root"),
+        role=str(exact.get("role") or fam.get("role") or "root"), family_rule=str(fam.get("rule", "")),
     )  # fmt: skip
 
 

@@ -247,7 +247,9 @@ class SignatureSet:
         # (`rtStreamSynchronize:ErrCode=507011, desc=[the model stream execute failed]` is COMM036's).
         if info.code in known or any(sm.rule.severity.value == "error" and sm.rule.role != "progress" for sm in specific):
             return specific
-        target = self._by_id.get(info.rule, best.rule)
+        # the exact code's rule, else its family's generic one (a rule set without the former: `bench/leaveout.py`,
+        # a selection), else the generic rule whose pattern read it
+        target = self._by_id.get(info.rule) or self._by_id.get(getattr(info, "family_rule", "")) or best.rule
         others = sorted({i.code for _, _, i, _ in found} - {info.code})
         groups = dict(best.groups, family_code=info.code, **({"other_codes": ",".join(others)} if others else {}),
                       **({"family_bare": "1"} if getattr(info, "bare", False) else {}))  # fmt: skip

@@ -86,3 +86,14 @@ def test_code_regexes_are_linear():
     from tests.logs.linear import assert_linear
 
     assert_linear(codes.cuda_lookup, ["CUDA error: ", "cudaError", "' ", ": ", "a"], "cuda_lookup")
+
+
+def test_without_the_codes_rule_its_family_reads_it():
+    # a rule set without RT022 (bench/leaveout.py switches the expected rule off): 700 falls to its family's RT080, not
+    # to whichever generic rule's pattern read the line first
+    from msdoctor.engine.catalogue import load_catalogue
+    from msdoctor.engine.evaluate import SignatureSet
+
+    sigs = SignatureSet([r for r in load_catalogue().select(kind="signature") if r.id != "RT022"])
+    fired = {m.rule.id for m in sigs.match("NCCL WARN Cuda failure 'an illegal memory access was encountered'")}
+    assert "RT080" in fired and not fired & {"ENV423", "MEM718"}
