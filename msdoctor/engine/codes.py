@@ -4,6 +4,10 @@ Two grammars: the 6-character CANN codes (``EI0002``: level E, module letter/dig
 numeric ACL/runtime return codes (``507048``). An exact code listed in the data gives its own meaning
 (and may name another rule, e.g. a stream-sync time-out → COMM); an unknown code of a known family gets
 the family's meaning; a code of no known family is not a CANN code (None).
+
+CUDA's error codes the same way (``msdoctor/data/cuda_errors.toml``, ``cuda_lookup``): cudaError_t / CUresult by
+name, by cudaGetErrorString's message after a wrapper's words, or by a number that means the same in every release;
+the smaller tables below (HCCL, DCMI, MindIE, ATB, HCCP) only name a code in a finding's description.
 """
 
 from __future__ import annotations
