@@ -1014,6 +1014,14 @@ def install_check_failed(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hi
         return
 
 
+def _mark_before(marks: list[dict[str, Any]], e: Mapping[str, Any], within_lines: int) -> dict[str, Any] | None:
+    """The nearest of a marker rule's lines (a traceback frame) recorded before the error line `e`, in the same file,
+    at most `within_lines` lines above it."""
+    line, file = int(e.get("line") or 0), e.get("file")
+    near = [m for m in marks if m.get("file") == file and 0 < line - int(m.get("line") or 0) <= within_lines]
+    return max(near, key=lambda x: int(x.get("line") or 0), default=None)
+
+
 # -- a shape refusal inside a checkpoint converter (rule CKPT083) --------------------------------------------
 
 
@@ -1030,8 +1038,7 @@ def converter_shape_refused(facts: Facts, params: Mapping[str, Any]) -> Iterator
                       key=lambda x: (str(x.get("file")), int(x.get("line") or 0)))  # fmt: skip
     for e in refusals:
         line, file = int(e.get("line") or 0), e.get("file")
-        near = [m for m in marks if m.get("file") == file and 0 < line - int(m.get("line") or 0) <= params["within_lines"]]
-        m = max(near, key=lambda x: int(x.get("line") or 0), default=None)  # the nearest converter frame recorded before it
+        m = _mark_before(marks, e, params["within_lines"])  # the nearest converter frame recorded before it
         if m is None:
             continue
         where = f"{file}:{line}"
@@ -1065,8 +1072,7 @@ def deepcopy_pickle_refused(facts: Facts, params: Mapping[str, Any]) -> Iterator
     for e in sorted((e for e in _errors(facts) if e.get("rule") == PICKLE_REFUSAL_RULE),
                     key=lambda x: (str(x.get("file")), int(x.get("line") or 0))):  # fmt: skip
         line, file = int(e.get("line") or 0), e.get("file")
-        near = [m for m in marks if m.get("file") == file and 0 < line - int(m.get("line") or 0) <= params["within_lines"]]
-        m = max(near, key=lambda x: int(x.get("line") or 0), default=None)
+        m = _mark_before(marks, e, params["within_lines"])
         g = (m or {}).get("groups") or {}  # the file's first mark, with the kinds of frame its later marks gave
         if m is None or not g.get("copy") or g.get("save"):
             continue  # no deepcopy frame, or torch.save's own frames in the same file: CKPT092's reading stands

@@ -68,9 +68,13 @@ class CodeInfo:
 
 
 @cache
+def _toml(resource: str) -> dict[str, Any]:
+    """One of the code tables of msdoctor/data, parsed once."""
+    return tomllib.loads(resources.files("msdoctor.data").joinpath(resource).read_text(encoding="utf-8"))
+
+
 def _data() -> dict[str, Any]:
-    text = resources.files("msdoctor.data").joinpath("cann_codes.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return _toml("cann_codes.toml")
 
 
 def family_rules() -> frozenset[str]:
@@ -181,10 +185,8 @@ def lookup(code: str) -> CodeInfo | None:
 # -- CUDA's error codes (msdoctor/data/cuda_errors.toml) ------------------------------------------------
 
 
-@cache
 def _cuda_data() -> dict[str, Any]:
-    text = resources.files("msdoctor.data").joinpath("cuda_errors.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return _toml("cuda_errors.toml")
 
 
 def _cuda_info(num: str, entry: dict[str, Any]) -> CodeInfo:
@@ -245,11 +247,12 @@ def cuda_lookup(text: str) -> CodeInfo | None:
         entry = _cuda_data()["codes"].get(str(int(n.group(1))))
         if not entry:
             return None
+        info = _cuda_by_name()[str(entry["name"])]
         # a program's print ends the number or follows it with its (perhaps cut) message in quotes or after a colon
         # (`Cuda failure 217 'peer access is not supported between these`); a word after it is a sentence's
         # (`getting cuda error 710 now`): that reading is bare
         said = _CUDA_AFTER_NUM_RE.match(text, n.end())
-        return replace(_cuda_info(n.group(1), entry), bare=said is None)
+        return replace(info, bare=said is None)
     return None
 
 
@@ -396,10 +399,8 @@ def dcmi_code_in(text: str) -> tuple[int, str, str] | None:
 MINDIE_CODE_RE = re.compile(r"\bMIE(?P<comp>0\d)(?P<level>[EW])(?P<body>[0-9A-F]{6})\b")
 
 
-@cache
 def _mindie_data() -> dict[str, Any]:
-    text = resources.files("msdoctor.data").joinpath("mindie_codes.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return _toml("mindie_codes.toml")
 
 
 def mindie_code(code: str) -> str | None:

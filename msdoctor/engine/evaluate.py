@@ -227,10 +227,14 @@ class SignatureSet:
         # Every code on the line (`EH9999: … runtime result = 507048`): the most specific one is reported —
         # an internal catch-all (E*9999) only wraps the error another code names.
         found: list[tuple[int, int, Any, SigMatch]] = []
+        read: set[str] = set()  # the family rules share their patterns (CANN's five, CUDA's three): each read once
         for sm in out:
             if sm.rule.id not in self._family:
                 continue
             for sg in sm.rule.signatures:
+                if sg.pattern in read:
+                    continue
+                read.add(sg.pattern)
                 for m in sg.regex.finditer(line):
                     groups = m.groupdict()
                     if groups.get("cuda_error") is not None:
@@ -249,10 +253,10 @@ class SignatureSet:
             return specific
         # the exact code's rule, else its family's generic one (a rule set without the former: `bench/leaveout.py`,
         # a selection), else the generic rule whose pattern read it
-        target = self._by_id.get(info.rule) or self._by_id.get(getattr(info, "family_rule", "")) or best.rule
+        target = self._by_id.get(info.rule) or self._by_id.get(info.family_rule) or best.rule
         others = sorted({i.code for _, _, i, _ in found} - {info.code})
         groups = dict(best.groups, family_code=info.code, **({"other_codes": ",".join(others)} if others else {}),
-                      **({"family_bare": "1"} if getattr(info, "bare", False) else {}))  # fmt: skip
+                      **({"family_bare": "1"} if info.bare else {}))  # fmt: skip
         said = support_limit(line) if info.rule == "NUM030" and "ENV050" in self._by_id else None
         if said:  # the op's own message says the platform or package lacks it: the environment, not the inputs
             target, groups["unsupported"] = self._by_id["ENV050"], said
