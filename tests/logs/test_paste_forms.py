@@ -41,6 +41,9 @@ TILING_HEADS = "sglang-pr23572-npu-ascend-fa-ulysses-checkqshape-561002-2026"
 FALLBACK_AICPU = "pytorch-136302-isin-cpu-fallback-e39999-aicpu-21008-507018-2024"
 FALLBACK_SOCKET = "llamafactory-5071-ei0006-socket-timeout-ppo-2024"
 RAY_EI0002 = "vllm-ascend-1443-507048-ei0002-ray-2025"
+# 2026-12-07: TensorFlow's kernel list ` <no registered kernels>` (ENV341) keeps its leading space after a compose
+# prefix (`vllm-1  |  <no registered kernels>`): the prefix was taken only before a non-blank character
+COMPOSE_INDENT = "mobilenetv2-yolov3-26-tf114-multi-gpu-ncclallreduce-no-registered-kernels-install-nccl-2019"
 
 
 def root_rule(path: Path) -> str | None:
@@ -56,6 +59,12 @@ def test_a_markdown_quote_is_a_paste_prefix():
     assert strip_prefix_info("a -> b").text == "a -> b"
 
 
+def test_a_compose_prefix_keeps_the_lines_own_indent():
+    assert strip_prefix_info("vllm-1  |     x = f()").text == "x = f()"
+    assert strip_prefix_info("vllm-1  |  <no registered kernels>").text == "<no registered kernels>"
+    assert strip_prefix_info("vllm-1  | RuntimeError: x").text == "RuntimeError: x"
+
+
 def test_an_embedded_string_loses_its_json_quotes():
     assert split_embedded('{"error": "Traceback (most recent call last):\\nKeyError: \'x\'\\n"}') == [
         "Traceback (most recent call last):", "KeyError: 'x'"]  # fmt: skip
@@ -68,7 +77,7 @@ def test_an_embedded_string_loses_its_json_quotes():
     [(QUOTED, "quote"), (IN_JSON, "json"), (IN_JSON_BLANK, "json"), (IN_COLOUR, "ansi"), (IN_RANK, "rank prefix"),
      (IN_COMPOSE, "compose prefix"), (IN_COMPOSE, "oneline"), (TILING_BUFFER, "json"), (TILING_HEADS, "json"),
      (TILING_HEADS, "oneline"), (IN_JSON_BLANK, "oneline"), (FALLBACK_AICPU, "oneline"), (FALLBACK_SOCKET, "oneline"),
-     (RAY_EI0002, "oneline")],
+     (RAY_EI0002, "oneline"), (COMPOSE_INDENT, "compose prefix")],
 )
 def test_verdict_survives_the_paste_form(case, form, tmp_path):
     src = CASES / case
