@@ -223,6 +223,7 @@ _CUDA_NAME_RE = re.compile(r"\b(?:cudaError[A-Z]\w{2,60}|CUDA_ERROR_[A-Z][A-Z_]{
 _CUDA_NUM_RE = re.compile(r"^\W{0,3}(\d{1,4})(?!\d)")
 _CUDA_AFTER_NUM_RE = re.compile(r"\s*(?:$|['\"`:),\].;-])")
 _CUDA_GLUE_RE = re.compile(r"[\W\d_]{0,16}")  # what may stand between the wrapper's words and the message
+_CUDA_CODE_PAREN_RE = re.compile(r"(?<!\d)\d{1,4} \($")
 
 
 def cuda_lookup(text: str) -> CodeInfo | None:
@@ -240,7 +241,8 @@ def cuda_lookup(text: str) -> CodeInfo | None:
         # quoted / after a colon past a source position or a call (`CUDA error …/runtime.cu:25 'named symbol not
         # found'`, `CUDA runtime error in ::cudaMallocAsync(…): out of memory`, `failed. Status: CUDA driver …`)
         before = text[:m.start()]
-        if _CUDA_GLUE_RE.fullmatch(before) or before.endswith(("'", ": ", "' ")):
+        # TensorRT's `Cuda Error in allocate: 2 (out of memory)`: the number, then its message in parentheses
+        if _CUDA_GLUE_RE.fullmatch(before) or before.endswith(("'", ": ", "' ")) or _CUDA_CODE_PAREN_RE.search(before):
             return by_msg[m.group(0).lower()]
     n = _CUDA_NUM_RE.match(text)
     if n and (int(n.group(1)) >= 98 or int(n.group(1)) in set(_cuda_data().get("number_only", []))):
