@@ -20,7 +20,7 @@ import re
 import tomllib
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
@@ -162,11 +162,12 @@ class Rule:
     every_poll: bool = False
     other_causes: str | None = None
     twin_of: str | None = None  # a twin: reports the lines of this signature rule where no parallel layout is named
+    signatures_of: str | None = None  # a code-family rule that reads the same lines as this rule (its signatures copied)
     benign: bool = False  # an info rule's line is no fault even where it is logged as an error (not an unrecognised error)
 
     @property
     def kind(self) -> str:
-        return "twin" if self.twin_of else "signature" if self.signatures else "check"
+        return "twin" if self.twin_of else "signature" if self.signatures or self.signatures_of else "check"
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -201,6 +202,8 @@ class Rule:
             d["other_causes"] = self.other_causes
         if self.twin_of:
             d["twin_of"] = self.twin_of
+        if self.signatures_of:
+            d["signatures_of"] = self.signatures_of
         if self.benign:
             d["benign"] = True
         return d
@@ -304,6 +307,13 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
     check = doc.get("check")
     if check is not None and (not isinstance(check, str) or not CHECK_RE.match(check)):
         raise CatalogueError(f"{path}: field 'check' must name 'module.function' in msdoctor/checks")
+    sig_of = doc.get("signatures_of")
+    if sig_of is not None:
+        if not isinstance(sig_of, str) or not ID_RE.match(sig_of) or sig_of == rid:
+            raise CatalogueError(f"{path}: field 'signatures_of' must be another rule's id")
+        if sigs or check or doc.get("twin_of") is not None:
+            raise CatalogueError(f"{path}: a rule that reads the lines of another (field 'signatures_of') has no "
+                                 f"'signatures', 'check' or 'twin_of' of its own")  # fmt: skip
     twin = doc.get("twin_of")
     if twin is not None:
         if not isinstance(twin, str) or not ID_RE.match(twin):
@@ -311,9 +321,9 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         if sigs or check:
             raise CatalogueError(f"{path}: a twin (field 'twin_of') has neither 'signatures' nor 'check': it reports "
                                  f"the lines of {twin}")  # fmt: skip
-    elif bool(sigs) == bool(check):
+    elif bool(sigs or sig_of) == bool(check):
         raise CatalogueError(f"{path}: a rule has either 'signatures' or 'check' (exactly one)")
-    source = doc.get("source", "log" if sigs or twin else None)
+    source = doc.get("source", "log" if sigs or twin or sig_of else None)
     if twin is not None and source != "log":
         raise CatalogueError(f"{path}: a twin (field 'twin_of') is a log rule (source 'log')")
     if source not in SOURCES:
@@ -344,7 +354,7 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         raise CatalogueError(f"{path}: field 'benign' is for signature rules of severity info (a line that is no fault)")
     known = set(TEXT_FIELDS) | {
         "id", "area", "severity", "references", "role", "signatures", "check", "source", "params",
-        "seed", "seed_correction", "status", "preflight_group", "every_poll", "other_causes", "twin_of", "benign",
+        "seed", "seed_correction", "status", "preflight_group", "every_poll", "other_causes", "twin_of", "benign", "signatures_of",
     }  # fmt: skip
     extra = sorted(set(doc) - known)
     if extra:
@@ -366,6 +376,7 @@ def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | 
         every_poll=every_poll,
         other_causes=other.strip() if other else None,
         twin_of=twin,
+        signatures_of=sig_of,
         benign=benign,
         **texts,
     )
@@ -555,9 +566,25 @@ def load_from(root: Path, *, check_params: bool = True) -> Catalogue:
             if check_params:
                 validate_params(entry)
             rules.append(entry)
-    catalogue = Catalogue(rules, tombstones)
+    catalogue = Catalogue(_shared_signatures(rules), tombstones)
     catalogue.check_twins()
     return catalogue
+
+
+def _shared_signatures(rules: list[Rule]) -> list[Rule]:
+    """Each rule with ``signatures_of`` given the signatures of the rule it names: the code-family rules that read
+    one wrapper's line and split it by the code in it (CUDA's ENV423 / RT080 / MEM718) keep one list, in one file."""
+    by_id = {r.id: r for r in rules}
+    out = []
+    for r in rules:
+        if r.signatures_of is not None:
+            src = by_id.get(r.signatures_of)
+            if src is None or not src.signatures or src.signatures_of is not None:
+                raise CatalogueError(f"{r.path}: field 'signatures_of' {r.signatures_of!r} is not an active rule with "
+                                     f"signatures of its own")  # fmt: skip
+            r = replace(r, signatures=src.signatures)
+        out.append(r)
+    return out
 
 
 @cache

@@ -171,3 +171,29 @@ def test_a_merge_conflict_marker_inside_a_text_field_is_refused() -> None:
     bad = text.replace("detects = '''\n", "detects = '''\n<<<<<<< HEAD\nold words\n=======\nnew words\n>>>>>>> h64-d\n", 1)
     with pytest.raises(CatalogueError, match=r"PAR050.toml:\d+: an unresolved merge conflict marker \(<<<<<<<\)"):
         parse_document(bad, "PAR050.toml", area_dir="par")
+
+
+SHARED_RULE = CHECK_RULE.replace('source = "env"\ncheck = "ckpt.replicas_differ"\n', 'signatures_of = "ENV423"\n')
+
+
+def test_a_code_family_rule_reads_the_lines_of_the_rule_it_names(tmp_path):
+    """CUDA's RT080 / MEM718 and CANN's COMM080 / PERF010 keep no copy of the signature list their family's first
+    rule holds: the catalogue gives them that rule's signatures (one list, one file)."""
+    c = load_catalogue()
+    assert c.get("RT080").signatures == c.get("MEM718").signatures == c.get("ENV423").signatures
+    assert c.get("COMM080").signatures == c.get("PERF010").signatures == c.get("ENV050").signatures
+    assert c.get("RT080").kind == "signature" and c.get("RT080").source == "log"
+    loaded = load_from(_catalogue_with(tmp_path, ENV998=SHARED_RULE))
+    assert loaded.get("ENV998").signatures == c.get("ENV423").signatures
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [(SHARED_RULE.replace("ENV423", "ENV998"), "another rule's id"),
+     (SHARED_RULE + '\n[[signatures]]\npattern = "x"\n', "no 'signatures'"),
+     (SHARED_RULE.replace("ENV423", "RT080"), "signatures of its own"),
+     (SHARED_RULE.replace("ENV423", "ENV099"), "signatures of its own")],
+)
+def test_signatures_of_names_a_rule_with_its_own_list(tmp_path, text, message):
+    with pytest.raises(CatalogueError, match=message):
+        load_from(_catalogue_with(tmp_path, ENV998=text))
