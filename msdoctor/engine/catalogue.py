@@ -573,7 +573,8 @@ def load_from(root: Path, *, check_params: bool = True) -> Catalogue:
 
 def _shared_signatures(rules: list[Rule]) -> list[Rule]:
     """Each rule with ``signatures_of`` given the signatures of the rule it names: the code-family rules that read
-    one wrapper's line and split it by the code in it (CUDA's ENV423 / RT080 / MEM718) keep one list, in one file."""
+    one wrapper's line and split it by the code in it (CUDA's ENV423 / RT080 / MEM718, CANN's ENV050 / COMM080 /
+    PERF010) keep one list, in one file."""
     by_id = {r.id: r for r in rules}
     out = []
     for r in rules:

@@ -208,7 +208,7 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Ray's C++ core log: `[2026-04-08 14:49:46,095 E 556036 556036] logging.cc:474: *** SIGSEGV received …`
     ("", re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} (?P<lvl>[EWIF]) \d{1,10} \d{1,10}\] "
                     r"[\w./-]{1,200}:\d{1,7}: ")),
-    # docker compose `vllm-1  | ` (the line's own indent after it stays: a traceback frame, a quoted source line)
+    # docker compose `vllm-1  | `, also before an indented line (`vllm-1  |     File …`, `vllm-1  |  <no registered kernels>`)
     ("", re.compile(r"^[a-z0-9][\w.-]{0,60}[-_]\d{1,3}\s+\| (?=\S| )")),
     ("tick", re.compile(r"^`{1,3}(?=\S)")),  # a line pasted inside markdown backticks
     # a line number and a tab in front (`cat -n`, an editor's or a web viewer's copy with line numbers:
