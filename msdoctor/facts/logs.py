@@ -259,6 +259,16 @@ def _cut_only(readable: list[dict[str, Any]]) -> bool:
             and not any(s.get("exceptions") for s in readable))  # fmt: skip
 
 
+def _rule_alarm(scans: list[dict[str, Any]], cat: Catalogue) -> bool:
+    """A rule of the catalogue (not an info rule) read a line of a readable file."""
+    for s in scans:
+        for rid in (s.get("hits") or {}) if s.get("readable") else ():
+            rule = cat.get(rid)
+            if rule is not None and rule.severity.value != "info":
+                return True
+    return False
+
+
 def _holds_error(s: dict[str, Any]) -> bool:
     """A scanned file holds an error: an error-level event (a rule's or one no rule knows; among the first events
     kept or the last ones, as a long log may fill the first with warnings), a Python exception or a traceback."""
@@ -277,7 +287,9 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
     files, skipped = discover(paths)
     if not files:
         raise InputError(f"{', '.join(paths)}: no log files found")
-    spec = ScanSpec(signature_set(catalogue or load_catalogue()), engine=engine)
+    cat = catalogue or load_catalogue()
+    spec = ScanSpec(signature_set(cat), engine=engine)
+    mode: dict[str, bool] = {}  # the reading the scans below were adopted with (paste, mixed)
     scans = scan_files(files, spec, jobs=jobs)
     known = [s for s in scans if s.get("readable") and _recognised(s)]
     readable = [s for s in scans if s.get("readable")]
@@ -290,6 +302,7 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         if any(s.get("readable") and s.get("recognised") for s in rescans):
             scans = [dict(s, paste=True) for s in rescans]
             known = [s for s in scans if s.get("readable") and s.get("recognised")]
+            mode = {"paste": True}
     elif known and paste_sized and _cut_only(readable):
         # the only known grammar is a traceback cut before its exception line, and no line is an error: the
         # text is a paste whose error is in the lines around the frames (`CMake Error at CMakeLists.txt:14`
@@ -297,6 +310,7 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         rescans = scan_files(files, ScanSpec(spec.sigs, engine="python", paste=True), jobs=1)
         if any(s.get("readable") and s.get("first_events") for s in rescans):
             scans = [dict(s, paste=True) for s in rescans]
+            mode = {"paste": True}
     elif reread_quiet and known and paste_sized and not any(map(_holds_error, readable)):
         # a known grammar's lines and not one error among them: an issue's paste whose error is in a line of no
         # grammar — the prose around the log (`… 执行过程中D节点输出kv cache传输失败`), a line a tool printed bare
@@ -306,6 +320,17 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         rescans = scan_files(files, ScanSpec(spec.sigs, engine="python", paste=True, mixed=True), jobs=1)
         if any(s.get("readable") and _holds_error(s) for s in rescans):
             scans = [dict(s, paste=True) for s in rescans]
+            mode = {"paste": True, "mixed": True}
+    if readable and paste_sized and any(s.get("wrap_weak") for s in scans) and not _rule_alarm(scans, cat):
+        # a paste no rule's error or warning was found in, whose longest lines read as cut at a terminal's width
+        # (logstate.wrap_width_weak: one or two long lines, too few to read the width from): read again with
+        # those lines re-joined to the lines that continue them (as a paste, if no known grammar was read), and
+        # keep that reading only if a rule finds an error or a warning in it
+        mode = mode or ({} if known else {"paste": True})
+        rescans = scan_files(files, ScanSpec(spec.sigs, engine="python", weak_wrap=True, **mode), jobs=1)
+        if _rule_alarm(rescans, cat):
+            scans = [dict(s, paste=True) for s in rescans] if mode else rescans
+            known = [s for s in scans if s.get("readable") and s.get("recognised")]
     if not known and readable:
         unread = sum(1 for s in scans if not s.get("readable"))
         cut = [str(k["reason"]) for s in scans for k in s.get("skipped") or []

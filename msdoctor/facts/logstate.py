@@ -243,6 +243,9 @@ class ScanSpec:
     # still names its level (`[INFO]` of a Go daemon, `WARNING:root:`, `mindocr.utils.callbacks INFO -`) is that
     # level's line, not an error, whatever words its message has
     mixed: bool = False
+    # Re-join the longest lines with the lines after them where they read as cut at a terminal's width
+    # (wrap_width_weak): collect()'s last rescan of a paste in which no rule's error or warning was found.
+    weak_wrap: bool = False
     prefilter: re.Pattern[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -423,7 +426,14 @@ def from_web_copy(data: bytes) -> bytes:
 WRAP_MIN = 60  # narrower "widths" are ordinary short lines
 WRAP_MAX = 4 << 20  # a hard-wrapped paste is looked for up to this size (a bigger file is a log, not a paste)
 NEW_RECORD_RE = re.compile(r"^\s*(?:\[?(?:ERROR|WARNING|INFO|DEBUG|CRITICAL|EXCEPTION|TRACE)\b|\[?\d{4}-\d{2}-\d{2}|Traceback "
-                           r"|File \"|\[rank\d+\]|\(\w[\w ]{0,40}pid=\d+|[EWIF]\d{4} )")  # fmt: skip
+                           r"|File \"|\[rank\d+\]|\(\w[\w ]{0,40}pid=\d+|[EWIF]\d{4} "
+                           r"|[A-Za-z_][\w.]{0,80}(?:Error|Exception|Warning|Interrupt)(?::|$))")  # fmt: skip
+
+
+def _continues(line: str, nxt: str) -> bool:
+    """``nxt`` reads as the rest of ``line`` cut at a column: not blank, not a new record, not a line that starts as
+    ``line`` does (records of one length: a table, a repeated message)."""
+    return bool(nxt.strip()) and not NEW_RECORD_RE.match(nxt) and nxt[:8] != line[:8]
 
 
 def wrap_width(head: bytes) -> int | None:
@@ -437,10 +447,35 @@ def wrap_width(head: bytes) -> int | None:
     cut = [i for i, ln in enumerate(lines[:-1]) if len(ln) == width]
     if len({lines[i] for i in cut}) < 3:
         return None
-    if any(not lines[i + 1].strip() or NEW_RECORD_RE.match(lines[i + 1]) or lines[i + 1][:8] == lines[i][:8] for i in cut):
-        return None  # followed by a blank, a new record, or a line that starts as it does: records that share a length
+    if 3 * sum(not _continues(lines[i], lines[i + 1]) for i in cut) > len(cut):
+        # more than a third followed by a blank, a new record, or a line that starts as it does: records that share
+        # a length. Fewer: a cut that fell before a word that starts a record (`[AIC_` | `INFO] args(0 …`), or one
+        # line of the text that is the width by chance (`raise ValueError(…))` before `ValueError: …`): those lines
+        # are not joined (dewrap)
+        return None
     if not any(lines[i][-1:].isalnum() and lines[i + 1][:1].isalnum() for i in cut):
         return None
+    return width
+
+
+# A paste cut at its terminal's width where only one or two lines were long enough to be cut gives no width to read
+# (the longest line is usually alone in any text). The weak reading takes the longest line's length as the width
+# when every line of that length is followed by a line that continues it (not blank, not indented, not a new
+# record): collect() rescans with it only when the first reading found no rule's error or warning, and keeps the
+# rescan only if it finds one (bench/paste.py's `wrap` form).
+def wrap_width_weak(head: bytes) -> int | None:
+    """The longest line's length, if the lines of that length read as cut at it (see above), else None."""
+    lines = [ln.rstrip("\r") for ln in head.decode("utf-8", "replace").split("\n")[:-1]]
+    if len(lines) < 2:
+        return None
+    width = max(len(ln) for ln in lines)
+    if width < WRAP_MIN:
+        return None
+    cut = [i for i, ln in enumerate(lines[:-1]) if len(ln) == width]
+    if not cut:
+        return None
+    if any(not _continues(lines[i], lines[i + 1]) or lines[i + 1][:2] == "  " or lines[i + 1][:1] == "\t" for i in cut):
+        return None  # the longest line followed by a new record, a blank or an indented line: a line, not a cut
     return width
 
 
@@ -452,7 +487,7 @@ def dewrap(block: bytes, width: int) -> bytes:
     while i < len(lines):
         parts = [lines[i]]
         while (len(parts[-1].rstrip(b"\r").decode("utf-8", "replace")) == width and i + len(parts) < len(lines)
-               and lines[i + len(parts)].strip()):  # fmt: skip
+               and _continues(parts[-1].decode("utf-8", "replace"), lines[i + len(parts)].decode("utf-8", "replace"))):  # fmt: skip
             parts[-1] = parts[-1].rstrip(b"\r")
             parts.append(lines[i + len(parts)])
         out.append(b"".join(parts))

@@ -313,6 +313,61 @@ def test_records_of_one_length_are_not_taken_for_a_hard_wrap():
     assert wrap_width(head) is None
 
 
+@pytest.mark.parametrize(("case", "rule"), [
+    # jax-19971: one long UserWarning line, cut twice at 100 columns (`TPU backe` | `nd initialization …`)
+    ("jax-19971-tpu-v4-32-jax-test-stuck-tpu-backend-initialization-taking-more-than-60-seconds-all-tpu-hosts-2024",
+     "COMM762"),
+    # vllm-20216: the issue title alone, cut before a space (`Quantization scheme is` | ` not supported`)
+    ("vllm-20216-qwen3-32b-awq-compressed-tensors-tp2-quantization-scheme-not-supported-title-2025", None),
+])
+def test_a_paste_with_one_long_line_cut_at_a_terminal_width_is_read_whole(tmp_path, case, rule):
+    # one or two cut lines give no width to read (the longest line is alone in most texts): the weak reading
+    # re-joins the longest line with the line that continues it, and is kept because a rule then reads it
+    from msdoctor.facts.logstate import wrap_width, wrap_width_weak
+
+    src = CORPUS / case
+    for f in src.iterdir():
+        if f.name != "SOURCE.md":
+            (tmp_path / f.name).write_text(hard_wrap(f.read_text(encoding="utf-8"), 100), encoding="utf-8")
+    head = b"".join(f.read_bytes() for f in tmp_path.iterdir())
+    assert wrap_width(head) is None and wrap_width_weak(head) == 100
+    d = run_cli("logs", "--json", str(tmp_path)).json()
+    whole = run_cli("logs", "--json", str(src)).json()
+    got = (d.get("root_cause") or {}).get("rule")
+    assert got is not None and got == (whole.get("root_cause") or {}).get("rule")
+    assert rule is None or got == rule
+
+
+def test_a_line_of_the_width_by_chance_is_not_joined_to_the_exception_after_it(tmp_path):
+    # kohya-ss-93, cut at 100 columns: the frame's source line `raise ValueError(err.format(… device."))` is 100
+    # characters long as written, and the exception line after it starts a record: the other cut lines are
+    # re-joined, that one is not (joined, `ValueError: bf16 mixed precision requires …` would not start its line)
+    from msdoctor.facts.logstate import _continues, wrap_width
+
+    text = (CORPUS / "kohya-ss-93-train-network-prepare-accelerator-bf16-mixed-precision-requires-pytorch-110-2023"
+            / "paste.log").read_text(encoding="utf-8")
+    wrapped = hard_wrap(text, 100)
+    lines = wrapped.splitlines()
+    natural = next(i for i, ln in enumerate(lines) if ln.endswith('supported device."))'))
+    assert len(lines[natural]) == 100 and not _continues(lines[natural], lines[natural + 1])
+    assert wrap_width(wrapped.encode("utf-8")) == 100
+    f = tmp_path / "paste.log"
+    f.write_text(wrapped, encoding="utf-8")
+    d = run_cli("logs", "--json", str(tmp_path)).json()
+    assert ((d.get("root_cause") or {}).get("rule") or "").startswith("ENV")
+
+
+def test_the_longest_line_before_a_record_or_an_indent_is_not_a_cut():
+    from msdoctor.facts.logstate import wrap_width_weak
+
+    line = "x" * 80
+    assert wrap_width_weak(f"{line}\nValueError: y\n".encode()) is None  # a new record
+    assert wrap_width_weak(f"{line}\n    at frame\n".encode()) is None  # an indented line
+    assert wrap_width_weak(f"{line}\n\nrest\n".encode()) is None  # a blank line
+    assert wrap_width_weak(f"{'y' * 40}\nshort\n".encode()) is None  # narrower than any terminal
+    assert wrap_width_weak(f"{line}\nrest of it\n".encode()) == 80
+
+
 def test_the_grep_engine_depends_on_the_state_machine_not_on_the_python_engine():
     import ast
     from pathlib import Path
