@@ -436,15 +436,24 @@ def _continues(line: str, nxt: str) -> bool:
     return bool(nxt.strip()) and not NEW_RECORD_RE.match(nxt) and nxt[:8] != line[:8]
 
 
-def wrap_width(head: bytes) -> int | None:
-    """The column a hard-wrapped paste was cut at, or None (read from the file's first bytes)."""
+def _longest(head: bytes, min_lines: int) -> tuple[list[str], int, list[int]] | None:
+    """The head's whole lines, their greatest length (``WRAP_MIN`` or more) and the lines of that length that have a
+    line after them; None for fewer than ``min_lines`` lines or a narrower text."""
     lines = [ln.rstrip("\r") for ln in head.decode("utf-8", "replace").split("\n")[:-1]]
-    if len(lines) < 4:
+    if len(lines) < min_lines:
         return None
     width = max(len(ln) for ln in lines)
     if width < WRAP_MIN:
         return None
-    cut = [i for i, ln in enumerate(lines[:-1]) if len(ln) == width]
+    return lines, width, [i for i, ln in enumerate(lines[:-1]) if len(ln) == width]
+
+
+def wrap_width(head: bytes) -> int | None:
+    """The column a hard-wrapped paste was cut at, or None (read from the file's first bytes)."""
+    got = _longest(head, 4)
+    if got is None:
+        return None
+    lines, width, cut = got
     if len({lines[i] for i in cut}) < 3:
         return None
     if 3 * sum(not _continues(lines[i], lines[i + 1]) for i in cut) > len(cut):
@@ -465,15 +474,10 @@ def wrap_width(head: bytes) -> int | None:
 # rescan only if it finds one (bench/paste.py's `wrap` form).
 def wrap_width_weak(head: bytes) -> int | None:
     """The longest line's length, if the lines of that length read as cut at it (see above), else None."""
-    lines = [ln.rstrip("\r") for ln in head.decode("utf-8", "replace").split("\n")[:-1]]
-    if len(lines) < 2:
+    got = _longest(head, 2)
+    if got is None or not got[2]:
         return None
-    width = max(len(ln) for ln in lines)
-    if width < WRAP_MIN:
-        return None
-    cut = [i for i, ln in enumerate(lines[:-1]) if len(ln) == width]
-    if not cut:
-        return None
+    lines, width, cut = got
     if any(not _continues(lines[i], lines[i + 1]) or lines[i + 1][:2] == "  " or lines[i + 1][:1] == "\t" for i in cut):
         return None  # the longest line followed by a new record, a blank or an indented line: a line, not a cut
     return width
