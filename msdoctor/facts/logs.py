@@ -282,8 +282,9 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
     """Scan the logs under ``paths``; facts for the checks plus the raw scan for the signature findings.
 
     ``reread_quiet``: a text of a known grammar with no error in it is read again as a paste (its bare lines with
-    failure words are errors) — for a finished job or a pasted excerpt. A live job's logs (the watchdog's tail)
-    are quiet most of the time and print bare status lines: read by levels only, once."""
+    failure words are errors), and one in which no rule fired again with its longest lines re-joined (a terminal's
+    hard wrap) — for a finished job or a pasted excerpt. A live job's logs (the watchdog's tail) are quiet most of
+    the time and print bare status lines: read by levels only, once per poll."""
     files, skipped = discover(paths)
     if not files:
         raise InputError(f"{', '.join(paths)}: no log files found")
@@ -321,7 +322,8 @@ def collect(paths: Sequence[str], catalogue: Catalogue | None = None, jobs: int 
         if any(s.get("readable") and _holds_error(s) for s in rescans):
             scans = [dict(s, paste=True) for s in rescans]
             mode = {"paste": True, "mixed": True}
-    if readable and paste_sized and any(s.get("wrap_weak") for s in scans) and not _rule_alarm(scans, cat):
+    if (reread_quiet and readable and paste_sized and any(s.get("wrap_weak") for s in scans)
+            and not _rule_alarm(scans, cat)):  # fmt: skip
         # a paste no rule's error or warning was found in, whose longest lines read as cut at a terminal's width
         # (logstate.wrap_width_weak: one or two long lines, too few to read the width from): read again with
         # those lines re-joined to the lines that continue them (as a paste, if no known grammar was read), and

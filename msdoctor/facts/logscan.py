@@ -49,7 +49,7 @@ from msdoctor.facts.logstate import (  # noqa: F401 — re-exported: the engines
     resolve_progress,
     ts_before,
     wrap_width,
-    wrap_width_weak,
+    wrap_widths,
 )
 
 BLOCK = 1 << 20  # bytes per read
@@ -194,11 +194,11 @@ def scan_file(path: str, spec: ScanSpec) -> dict[str, Any]:
                         out["size"] = size
                         return out
                     if size <= WRAP_MAX:
-                        st.wrap_width = wrap_width(head[:65536])
-                        if not st.wrap_width and wrap_width_weak(head[:65536]):
+                        st.wrap_width, weak = wrap_widths(head[:65536])
+                        if weak:
                             out["wrap_weak"] = True  # collect() may read it again with the longest lines re-joined
                             if spec.weak_wrap:
-                                st.wrap_width = wrap_width_weak(head[:65536])
+                                st.wrap_width = weak
                 truncated = truncated or cut
                 lineno = _scan_block(st, spec, block, lineno)
                 if cut:

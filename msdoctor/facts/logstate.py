@@ -436,11 +436,11 @@ def _continues(line: str, nxt: str) -> bool:
     return bool(nxt.strip()) and not NEW_RECORD_RE.match(nxt) and nxt[:8] != line[:8]
 
 
-def _longest(head: bytes, min_lines: int) -> tuple[list[str], int, list[int]] | None:
+def _longest(head: bytes) -> tuple[list[str], int, list[int]] | None:
     """The head's whole lines, their greatest length (``WRAP_MIN`` or more) and the lines of that length that have a
-    line after them; None for fewer than ``min_lines`` lines or a narrower text."""
+    line after them; None for fewer than two lines or a narrower text."""
     lines = [ln.rstrip("\r") for ln in head.decode("utf-8", "replace").split("\n")[:-1]]
-    if len(lines) < min_lines:
+    if len(lines) < 2:
         return None
     width = max(len(ln) for ln in lines)
     if width < WRAP_MIN:
@@ -448,13 +448,9 @@ def _longest(head: bytes, min_lines: int) -> tuple[list[str], int, list[int]] | 
     return lines, width, [i for i, ln in enumerate(lines[:-1]) if len(ln) == width]
 
 
-def wrap_width(head: bytes) -> int | None:
-    """The column a hard-wrapped paste was cut at, or None (read from the file's first bytes)."""
-    got = _longest(head, 4)
-    if got is None:
-        return None
-    lines, width, cut = got
-    if len({lines[i] for i in cut}) < 3:
+def _cut_width(lines: list[str], width: int, cut: list[int]) -> int | None:
+    """wrap_width's reading of the longest lines (see above)."""
+    if len(lines) < 4 or len({lines[i] for i in cut}) < 3:
         return None
     if 3 * sum(not _continues(lines[i], lines[i + 1]) for i in cut) > len(cut):
         # more than a third followed by a blank, a new record, or a line that starts as it does: records that share
@@ -472,15 +468,35 @@ def wrap_width(head: bytes) -> int | None:
 # when every line of that length is followed by a line that continues it (not blank, not indented, not a new
 # record): collect() rescans with it only when the first reading found no rule's error or warning, and keeps the
 # rescan only if it finds one (bench/paste.py's `wrap` form).
-def wrap_width_weak(head: bytes) -> int | None:
-    """The longest line's length, if the lines of that length read as cut at it (see above), else None."""
-    got = _longest(head, 2)
-    if got is None or not got[2]:
+def _weak_width(lines: list[str], width: int, cut: list[int]) -> int | None:
+    """wrap_width_weak's reading of the longest lines (see above)."""
+    if not cut:
         return None
-    lines, width, cut = got
     if any(not _continues(lines[i], lines[i + 1]) or lines[i + 1][:2] == "  " or lines[i + 1][:1] == "\t" for i in cut):
         return None  # the longest line followed by a new record, a blank or an indented line: a line, not a cut
     return width
+
+
+def wrap_width(head: bytes) -> int | None:
+    """The column a hard-wrapped paste was cut at, or None (read from the file's first bytes)."""
+    got = _longest(head)
+    return _cut_width(*got) if got else None
+
+
+def wrap_width_weak(head: bytes) -> int | None:
+    """The longest line's length, if the lines of that length read as cut at it (see above), else None."""
+    got = _longest(head)
+    return _weak_width(*got) if got else None
+
+
+def wrap_widths(head: bytes) -> tuple[int | None, int | None]:
+    """``(wrap_width, wrap_width_weak)`` of one head, its lines decoded once (the weak one only where the other is
+    None: the scanner reads every file's head so)."""
+    got = _longest(head)
+    if got is None:
+        return None, None
+    width = _cut_width(*got)
+    return width, None if width else _weak_width(*got)
 
 
 def dewrap(block: bytes, width: int) -> bytes:
@@ -490,8 +506,10 @@ def dewrap(block: bytes, width: int) -> bytes:
     i = 0
     while i < len(lines):
         parts = [lines[i]]
-        while (len(parts[-1].rstrip(b"\r").decode("utf-8", "replace")) == width and i + len(parts) < len(lines)
-               and _continues(parts[-1].decode("utf-8", "replace"), lines[i + len(parts)].decode("utf-8", "replace"))):  # fmt: skip
+        while i + len(parts) < len(lines):
+            last = parts[-1].rstrip(b"\r").decode("utf-8", "replace")
+            if len(last) != width or not _continues(last, lines[i + len(parts)].decode("utf-8", "replace")):
+                break
             parts[-1] = parts[-1].rstrip(b"\r")
             parts.append(lines[i + len(parts)])
         out.append(b"".join(parts))

@@ -338,6 +338,21 @@ def test_a_paste_with_one_long_line_cut_at_a_terminal_width_is_read_whole(tmp_pa
     assert rule is None or got == rule
 
 
+def test_a_live_jobs_quiet_log_is_not_read_again_for_a_hard_wrap(tmp_path):
+    # the watchdog polls a live job's logs (collect(reread_quiet=False)): a quiet poll is read once, not again with
+    # its longest line re-joined — the same text a finished job's reading re-joins (the test above)
+    from msdoctor.facts.logs import collect
+
+    case = "jax-19971-tpu-v4-32-jax-test-stuck-tpu-backend-initialization-taking-more-than-60-seconds-all-tpu-hosts-2024"
+    text = (CORPUS / case / "paste.log").read_text(encoding="utf-8")
+    f = tmp_path / "worker_0.log"
+    f.write_text("2024-01-01 10:00:00,000 - mindformers - INFO - step 1 loss 2.5\n" + hard_wrap(text, 100), encoding="utf-8")
+    _, once = collect([str(f)], reread_quiet=False)
+    _, again = collect([str(f)])
+    assert not any(s.get("hits") for s in once.files) and once.files[0].get("wrap_weak")
+    assert "COMM762" in again.files[0]["hits"]
+
+
 def test_a_line_of_the_width_by_chance_is_not_joined_to_the_exception_after_it(tmp_path):
     # kohya-ss-93, cut at 100 columns: the frame's source line `raise ValueError(err.format(… device."))` is 100
     # characters long as written, and the exception line after it starts a record: the other cut lines are
