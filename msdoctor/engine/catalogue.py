@@ -15,8 +15,10 @@ every check rule's ``[params]`` is validated against what its function declares
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import re
+import sys
 import tomllib
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -26,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from msdoctor.cache import JsonCache
 from msdoctor.engine.facts import Facts
 from msdoctor.engine.model import Hit, Severity
 from msdoctor.errors import CatalogueError
@@ -261,15 +264,22 @@ def parse_rule(text: str, path: str, area_dir: str | None = None) -> Rule:
 CONFLICT_RE = re.compile(r"^(?:<{7}|>{7}) ", re.M)  # not `=======`: a log's separator line may be one
 
 
-def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | Tombstone:
+def parse_document(text: str, path: str, area_dir: str | None = None, docs: JsonCache | None = None) -> Rule | Tombstone:
+    """One rule file's text as a Rule (or a retired rule's Tombstone); ``docs`` holds the TOML of texts an earlier
+    run parsed, by digest (msdoctor/cache.py: parsing ~1500 files was a quarter of a short paste's run)."""
     m = CONFLICT_RE.search(text)
     if m is not None:  # inside a multi-line string a merge's markers are still valid TOML: refuse them here
         line = text.count("\n", 0, m.start()) + 1
         raise CatalogueError(f"{path}:{line}: an unresolved merge conflict marker ({m.group(0).strip()})")
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogueError(f"{path}: not valid TOML ({exc})") from None
+    key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest() if docs is not None else ""
+    doc = docs.get(key) if docs is not None else None
+    if not isinstance(doc, dict):
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogueError(f"{path}: not valid TOML ({exc})") from None
+        if docs is not None:
+            docs.put(key, doc)
     rid = _field(doc, "id", path)
     if not ID_RE.match(rid):
         raise CatalogueError(f"{path}: field 'id' {rid!r} is not AREA+3 digits (e.g. COMM001)")
@@ -566,12 +576,13 @@ def load_from(root: Path, *, check_params: bool = True) -> Catalogue:
         raise CatalogueError(f"{root}: rule catalogue folder not found")
     rules: list[Rule] = []
     tombstones: list[Tombstone] = []
+    docs = JsonCache("rule-toml", f"py{sys.version_info[0]}.{sys.version_info[1]}")
     for path in sorted(root.glob("*/*.toml")):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise CatalogueError(f"{path}: cannot be read ({exc})") from None
-        entry = parse_document(text, str(path), area_dir=path.parent.name)
+        entry = parse_document(text, str(path), area_dir=path.parent.name, docs=docs)
         if entry.id != path.stem:
             raise CatalogueError(f"{path}: field 'id' {entry.id!r} does not match the file name")
         if isinstance(entry, Tombstone):
@@ -582,6 +593,7 @@ def load_from(root: Path, *, check_params: bool = True) -> Catalogue:
             rules.append(entry)
     catalogue = Catalogue(_shared_signatures(rules), tombstones)
     catalogue.check_twins()
+    docs.save()
     return catalogue
 
 

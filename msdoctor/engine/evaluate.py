@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+from msdoctor.cache import JsonCache
 from msdoctor.engine.catalogue import Catalogue, CheckFn, Rule, Signature, resolve_check
 from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Finding, Hit, NotEvaluated, sort_findings
@@ -146,6 +150,13 @@ def literal_anchor(pattern: str) -> str | None:
 MAX_ALTERNATIVES = 24
 
 
+@lru_cache(maxsize=1)
+def _anchor_version() -> str:
+    """What the cached anchors depend on: this module's code (the anchor rules) and Python's regex parser."""
+    digest = hashlib.blake2b(Path(__file__).read_bytes(), digest_size=8).hexdigest()
+    return f"{digest}-py{sys.version_info[0]}.{sys.version_info[1]}"
+
+
 @lru_cache(maxsize=8192)
 def literal_anchors(pattern: str) -> tuple[str, ...]:
     """Literals one of which every match of ``pattern`` contains: its :func:`literal_anchor`, else one per
@@ -209,9 +220,17 @@ class SignatureSet:
     def __init__(self, rules: Iterable[Rule]) -> None:
         # (rule, signature, anchors): a signature's regex is compiled the first time a line holds one of its anchors
         self.entries: list[tuple[Rule, Signature, tuple[str, ...]]] = []
+        known = JsonCache("anchors", _anchor_version())  # an earlier run's anchors (parsing every pattern: ~0.25 s)
         for rule in rules:
             for sig in rule.signatures:
-                self.entries.append((rule, sig, literal_anchors(sig.pattern)))
+                got = known.get(sig.pattern)
+                if isinstance(got, list) and all(isinstance(a, str) for a in got):
+                    anchors = tuple(got)
+                else:
+                    anchors = literal_anchors(sig.pattern)
+                    known.put(sig.pattern, list(anchors))
+                self.entries.append((rule, sig, anchors))
+        known.save()
         self._unanchored = [(r, sg) for r, sg, a in self.entries if not a]
         self._by_anchor: dict[str, list[tuple[Rule, Signature]]] = {}
         for r, sg, anchors in self.entries:
