@@ -31,7 +31,7 @@ demo: install
 # workers split the ~20 CPU-minutes of the rest over both cores beside them (measured 2026-12-03: with two workers
 # the e2e worker bounded the run at 17.5 min). `make test-load` shows the e2e margins hold with two busy cores.
 test: install
-	$(PY) -m pytest -q -n 3 --dist loadgroup
+	$(PY) -m pytest -q -n 3 --dist loadgroup --durations=25
 
 # The whole suite with two CPU hogs beside it (niceness 0, as busy as the tests), as on a shared CI
 # machine: no test may assume an idle host. The hogs are killed however pytest ends; its exit status

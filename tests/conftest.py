@@ -18,6 +18,11 @@ if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
     os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 
+# msdoctor keeps what it computes from its rules (and the trainer its MindRecord data) under the user's cache folder
+# (msdoctor/cache.py): the suite keeps its own, shared by its workers and the subprocesses they start.
+os.environ.setdefault("MSDOCTOR_CACHE", str(ROOT / "build" / "test-cache"))
+
+
 class CliResult:
     def __init__(self, rc: int, out: str, err: str) -> None:
         self.rc, self.out, self.err = rc, out, err

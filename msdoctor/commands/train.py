@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from msdoctor.cache import cache_root
 from msdoctor.errors import ExitCode, InputError, UsageError
 
 # msrun's scheduler declares a worker dead after this many seconds without a heartbeat
@@ -190,7 +191,7 @@ def _child_env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _cache_root() -> Path:
-    return Path(os.environ.get("MSDOCTOR_CACHE") or Path.home() / ".cache" / "msdoctor")
+    return cache_root()
 
 
 def _prepare_data(cfg: Any, corpus: str | None, env: dict[str, str]) -> Path:

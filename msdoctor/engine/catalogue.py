@@ -15,8 +15,10 @@ every check rule's ``[params]`` is validated against what its function declares
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import re
+import sys
 import tomllib
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -26,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from msdoctor.cache import JsonCache
 from msdoctor.engine.facts import Facts
 from msdoctor.engine.model import Hit, Severity
 from msdoctor.errors import CatalogueError
@@ -59,8 +62,10 @@ CheckFn = Callable[[Facts, Mapping[str, Any]], Iterable[Hit]]
 # `\bWord` of a rule matches. A rule's `\b` (outside a character class) is compiled as a boundary that also holds
 # between a CJK character (kana, CJK ideographs) and an ASCII word character; elsewhere it is `\b` unchanged, so a
 # pattern never matches less. The bytes pre-filter already reads CJK bytes as non-word (`_bytes_pattern`).
-_CJK = "\u3040-\u30ff\u3400-\u9fff"
-CJK_BOUNDARY = rf"(?:\b|(?<=[{_CJK}])(?=[A-Za-z0-9_])|(?<=[A-Za-z0-9_])(?=[{_CJK}]))"
+# The CJK class is case-sensitive in every pattern (`(?-i:…)`): CJK has no case, and under a rule's `(?i)` sre folds
+# each of the class's ~27 000 characters when it compiles it — a third of the form's compile time.
+_CJK = "(?-i:[\u3040-\u30ff\u3400-\u9fff])"
+CJK_BOUNDARY = rf"(?:\b|(?<={_CJK})(?=[A-Za-z0-9_])|(?<=[A-Za-z0-9_])(?={_CJK}))"
 
 
 def cjk_boundaries(pattern: str) -> str:
@@ -94,16 +99,28 @@ def cjk_boundaries(pattern: str) -> str:
 class LinePattern:
     """A signature's compiled pattern: Python's own regex on an ASCII line, the :func:`cjk_boundaries` form on a line
     with other characters (the only lines where the two differ). The CJK form is about a quarter slower on lines full
-    of candidates, so an ASCII log pays nothing for it (`str.isascii` is a C scan)."""
+    of candidates, so an ASCII log pays nothing for it (`str.isascii` is a C scan).
 
-    __slots__ = ("plain", "wide", "pattern", "groupindex")
+    The CJK form is compiled the first time a line with other characters is searched: each of its boundaries holds
+    two ~27 000-character classes, ~5 ms a pattern, which was most of what one `msdoctor logs` on an ASCII paste cost
+    (1.1 s of ~2 s for the signatures with no literal anchor, compiled for every line).
+    """
 
-    def __init__(self, pattern: str) -> None:
-        self.plain = re.compile(pattern)
-        wide = cjk_boundaries(pattern)
-        self.wide = self.plain if wide == pattern else re.compile(wide)
+    __slots__ = ("plain", "_wide", "pattern", "groupindex", "flags")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.plain = re.compile(pattern, flags)
+        self._wide: re.Pattern[str] | None = None
         self.pattern = pattern
+        self.flags = flags
         self.groupindex = self.plain.groupindex
+
+    @property
+    def wide(self) -> re.Pattern[str]:
+        if self._wide is None:
+            wide = cjk_boundaries(self.pattern)
+            self._wide = self.plain if wide == self.pattern else re.compile(wide, self.flags)
+        return self._wide
 
     def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
         return (self.plain if text.isascii() else self.wide).search(text, pos)
@@ -247,15 +264,22 @@ def parse_rule(text: str, path: str, area_dir: str | None = None) -> Rule:
 CONFLICT_RE = re.compile(r"^(?:<{7}|>{7}) ", re.M)  # not `=======`: a log's separator line may be one
 
 
-def parse_document(text: str, path: str, area_dir: str | None = None) -> Rule | Tombstone:
+def parse_document(text: str, path: str, area_dir: str | None = None, docs: JsonCache | None = None) -> Rule | Tombstone:
+    """One rule file's text as a Rule (or a retired rule's Tombstone); ``docs`` holds the TOML of texts an earlier
+    run parsed, by digest (msdoctor/cache.py: parsing ~1500 files was a quarter of a short paste's run)."""
     m = CONFLICT_RE.search(text)
     if m is not None:  # inside a multi-line string a merge's markers are still valid TOML: refuse them here
         line = text.count("\n", 0, m.start()) + 1
         raise CatalogueError(f"{path}:{line}: an unresolved merge conflict marker ({m.group(0).strip()})")
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogueError(f"{path}: not valid TOML ({exc})") from None
+    key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest() if docs is not None else ""
+    doc = docs.get(key) if docs is not None else None
+    if not isinstance(doc, dict):
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogueError(f"{path}: not valid TOML ({exc})") from None
+        if docs is not None:
+            docs.put(key, doc)
     rid = _field(doc, "id", path)
     if not ID_RE.match(rid):
         raise CatalogueError(f"{path}: field 'id' {rid!r} is not AREA+3 digits (e.g. COMM001)")
@@ -552,12 +576,13 @@ def load_from(root: Path, *, check_params: bool = True) -> Catalogue:
         raise CatalogueError(f"{root}: rule catalogue folder not found")
     rules: list[Rule] = []
     tombstones: list[Tombstone] = []
+    docs = JsonCache("rule-toml", f"py{sys.version_info[0]}.{sys.version_info[1]}")
     for path in sorted(root.glob("*/*.toml")):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise CatalogueError(f"{path}: cannot be read ({exc})") from None
-        entry = parse_document(text, str(path), area_dir=path.parent.name)
+        entry = parse_document(text, str(path), area_dir=path.parent.name, docs=docs)
         if entry.id != path.stem:
             raise CatalogueError(f"{path}: field 'id' {entry.id!r} does not match the file name")
         if isinstance(entry, Tombstone):
@@ -568,6 +593,7 @@ def load_from(root: Path, *, check_params: bool = True) -> Catalogue:
             rules.append(entry)
     catalogue = Catalogue(_shared_signatures(rules), tombstones)
     catalogue.check_twins()
+    docs.save()
     return catalogue
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+from msdoctor.cache import JsonCache
 from msdoctor.engine.catalogue import Catalogue, CheckFn, Rule, Signature, resolve_check
 from msdoctor.engine.facts import Facts, Missing
 from msdoctor.engine.model import Finding, Hit, NotEvaluated, sort_findings
@@ -94,18 +98,8 @@ def run_checks(rules: Iterable[Rule], facts: Facts, params: Mapping[str, Mapping
 # -- signatures -------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=8192)
-def literal_anchor(pattern: str) -> str | None:
-    """The longest literal run that every match of ``pattern`` must contain (for a cheap pre-filter).
-
-    Returns None when the pattern has no mandatory literal of at least 4 characters. Cached: parsing a
-    thousand patterns is most of what building a SignatureSet costs, and a process that diagnoses many
-    inputs (the corpus, the TUI, a watchdog) builds one per input.
-    """
-    try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
-        return None
+def _longest_run(items: Any) -> str:
+    """The longest run of literals that every match of the parsed ``items`` holds in one piece."""
     best = ""
     run: list[str] = []
 
@@ -120,18 +114,88 @@ def literal_anchor(pattern: str) -> str | None:
         for op, arg in items:
             if op is sre_constants.LITERAL:
                 run.append(chr(arg))
-            elif op is sre_constants.SUBPATTERN and arg[-1] and not arg[1] & sre_constants.SRE_FLAG_IGNORECASE:
+            elif _mandatory_group(op, arg):
                 # a group that is neither repeated, optional nor an alternative (those are other ops) must match,
                 # so its literals are the pattern's too: `(?P<what>\w*Profil(?:er|ing)\w*) only supports` → `Profil`
                 walk(arg[-1])
             else:
                 flush()
 
-    walk(parsed)
+    walk(items)
     flush()
+    return best
+
+
+def _mandatory_group(op: Any, arg: Any) -> bool:
+    return op is sre_constants.SUBPATTERN and bool(arg[-1]) and not arg[1] & sre_constants.SRE_FLAG_IGNORECASE
+
+
+@lru_cache(maxsize=8192)
+def literal_anchor(pattern: str) -> str | None:
+    """The longest literal run that every match of ``pattern`` must contain (for a cheap pre-filter).
+
+    Returns None when the pattern has no mandatory literal of at least 4 characters. Cached: parsing a
+    thousand patterns is most of what building a SignatureSet costs, and a process that diagnoses many
+    inputs (the corpus, the TUI, a watchdog) builds one per input.
+    """
     if pattern.startswith("(?i)"):
         return None
+    try:
+        best = _longest_run(sre_parse.parse(pattern))
+    except re.error:
+        return None
     return best if len(best) >= 4 else None
+
+
+MAX_ALTERNATIVES = 24
+
+
+@lru_cache(maxsize=1)
+def _anchor_version() -> str:
+    """What the cached anchors depend on: this module's code (the anchor rules) and Python's regex parser."""
+    digest = hashlib.blake2b(Path(__file__).read_bytes(), digest_size=8).hexdigest()
+    return f"{digest}-py{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+@lru_cache(maxsize=8192)
+def literal_anchors(pattern: str) -> tuple[str, ...]:
+    """Literals one of which every match of ``pattern`` contains: its :func:`literal_anchor`, else one per
+    alternative of an alternation every match goes through (`\bfoo bar\b|\bbaz qux\b` → `baz qux`, `foo bar`).
+    Empty when there are none of at least 4 characters (the pattern then runs on every line).
+
+    A signature with no single anchor was compiled and run on every line of every input: 189 of ~3600, most of them
+    alternations of messages (`\bMUSA error: operation not supported\b|\bmusaErrorNotSupported\b`).
+    """
+    one = literal_anchor(pattern)
+    if one:
+        return (one,)
+    if pattern.startswith("(?i)"):
+        return ()
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return ()
+    return _alternatives(parsed)
+
+
+def _alternatives(items: Any) -> tuple[str, ...]:
+    run = _longest_run(items)
+    if len(run) >= 4:
+        return (run,)
+    best: tuple[str, ...] = ()
+    for op, arg in items:
+        if _mandatory_group(op, arg):
+            got = _alternatives(arg[-1])
+        elif op is sre_constants.BRANCH:
+            each = [_alternatives(b) for b in arg[1]]
+            if not all(each):
+                continue
+            got = tuple(sorted({a for alts in each for a in alts}))
+        else:
+            continue
+        if got and len(got) <= MAX_ALTERNATIVES and (not best or (len(got), -min(map(len, got))) < (len(best), -min(map(len, best)))):
+            best = got
+    return best
 
 
 @dataclass(frozen=True)
@@ -154,15 +218,23 @@ class SignatureSet:
     CACHE_MAX = 65536
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        # (rule, signature, anchor): a signature's regex is compiled the first time a line holds its anchor
-        self.entries: list[tuple[Rule, Signature, str | None]] = []
+        # (rule, signature, anchors): a signature's regex is compiled the first time a line holds one of its anchors
+        self.entries: list[tuple[Rule, Signature, tuple[str, ...]]] = []
+        known = JsonCache("anchors", _anchor_version())  # an earlier run's anchors (parsing every pattern: ~0.25 s)
         for rule in rules:
             for sig in rule.signatures:
-                self.entries.append((rule, sig, literal_anchor(sig.pattern)))
+                got = known.get(sig.pattern)
+                if isinstance(got, list) and all(isinstance(a, str) for a in got):
+                    anchors = tuple(got)
+                else:
+                    anchors = literal_anchors(sig.pattern)
+                    known.put(sig.pattern, list(anchors))
+                self.entries.append((rule, sig, anchors))
+        known.save()
         self._unanchored = [(r, sg) for r, sg, a in self.entries if not a]
         self._by_anchor: dict[str, list[tuple[Rule, Signature]]] = {}
-        for r, sg, a in self.entries:
-            if a:
+        for r, sg, anchors in self.entries:
+            for a in anchors:
                 self._by_anchor.setdefault(a, []).append((r, sg))
         self._digit_anchors = [a for a in self._by_anchor if _DIGITS.search(a)]
         self._plain_anchors = [a for a in self._by_anchor if not _DIGITS.search(a)]

@@ -158,9 +158,9 @@ def grep_args(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
 
 def patterns_for(spec: ScanSpec) -> tuple[str, ...] | None:
     pats: set[str] = set(GENERIC_ERE)
-    for _rule, sg, anchor in spec.sigs.entries:
-        if anchor:
-            pats.add(ere_literal(anchor))
+    for _rule, sg, anchors in spec.sigs.entries:
+        if anchors:
+            pats.update(ere_literal(a) for a in anchors)
             continue
         ere = to_ere(sg.pattern)
         if ere is None:

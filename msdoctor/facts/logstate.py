@@ -261,9 +261,9 @@ class ScanSpec:
         parts: list[bytes] = list(GENERIC_MARKERS)
         if self.paste:
             parts.append(PASTE_ERROR_RE.pattern.encode("utf-8"))
-        for rule, sg, anchor in self.sigs.entries:
-            if anchor:
-                parts.append(re.escape(anchor.encode("utf-8")))
+        for rule, sg, anchors in self.sigs.entries:
+            if anchors:
+                parts.extend(re.escape(a.encode("utf-8")) for a in anchors)
             else:  # no literal to anchor on: the whole pattern joins the pre-filter
                 part = _bytes_pattern(sg.pattern)
                 try:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from msdoctor.engine.catalogue import Signature, cjk_boundaries
+from msdoctor.engine.catalogue import LinePattern, Signature, cjk_boundaries
 from msdoctor.facts.logfamily import scores
 
 # vllm-ascend-11171-310p1-v0140rc1-310p-qwen25-7b-device-lost-heartbeat-lost-title-2026/title.log
@@ -46,3 +46,17 @@ def test_classes_and_escaped_backslashes_are_left_alone() -> None:
     assert cjk_boundaries(r"[]\b]") == r"[]\b]"  # `]` first is a literal: the class goes on
     assert cjk_boundaries(r"C:\\bin") == r"C:\\bin"  # an escaped backslash, then a literal b
     assert cjk_boundaries("no boundary") == "no boundary"
+
+
+def test_the_cjk_form_is_case_blind_where_the_rule_is() -> None:
+    """The CJK class is scoped case-sensitive (`(?-i:…)`, cheaper to compile); the rule's own `(?i)` still holds."""
+    assert re.search(cjk_boundaries(r"(?i)\bnotimplementederror\b"), "就报NotImplementedError了")
+    assert not re.search(cjk_boundaries(r"(?i)\bnotimplementederror\b"), "xNotImplementedError")
+
+
+def test_the_cjk_form_is_compiled_only_for_a_line_that_needs_it() -> None:
+    """An ASCII log never compiles the CJK form (~5 ms a pattern: most of one `msdoctor logs` on a short paste)."""
+    lp = LinePattern(r"\bDevice Lost\b")
+    assert lp.search("NPU Device Lost") and lp._wide is None
+    assert lp.search(DEVICE_LOST) and lp._wide is not None
+    assert LinePattern("no boundary").wide is not None
