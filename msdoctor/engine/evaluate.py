@@ -98,8 +98,18 @@ def run_checks(rules: Iterable[Rule], facts: Facts, params: Mapping[str, Mapping
 # -- signatures -------------------------------------------------------------------------------
 
 
-def _longest_run(items: Any) -> str:
-    """The longest run of literals that every match of the parsed ``items`` holds in one piece."""
+def _long_enough(anchor: str) -> bool:
+    """Four bytes of UTF-8 at least: four ASCII characters, two CJK ones (a line is matched as bytes first)."""
+    return len(anchor.encode("utf-8")) >= 4
+
+
+def _caseless(ch: str) -> bool:
+    return ch.lower() == ch == ch.upper()
+
+
+def _longest_run(items: Any, caseless: bool = False) -> str:
+    """The longest run of literals that every match of the parsed ``items`` holds in one piece; under a pattern's
+    global ``(?i)`` (``caseless``) only characters without case (CJK, digits, punctuation) are literal."""
     best = ""
     run: list[str] = []
 
@@ -112,7 +122,7 @@ def _longest_run(items: Any) -> str:
 
     def walk(items: Any) -> None:
         for op, arg in items:
-            if op is sre_constants.LITERAL:
+            if op is sre_constants.LITERAL and not (caseless and not _caseless(chr(arg))):
                 run.append(chr(arg))
             elif _mandatory_group(op, arg):
                 # a group that is neither repeated, optional nor an alternative (those are other ops) must match,
@@ -134,17 +144,16 @@ def _mandatory_group(op: Any, arg: Any) -> bool:
 def literal_anchor(pattern: str) -> str | None:
     """The longest literal run that every match of ``pattern`` must contain (for a cheap pre-filter).
 
-    Returns None when the pattern has no mandatory literal of at least 4 characters. Cached: parsing a
+    Returns None when the pattern has no mandatory literal of at least 4 bytes (`_long_enough`); under a global
+    ``(?i)`` only characters without case count (`利用率`, `: 0x`). Cached: parsing a
     thousand patterns is most of what building a SignatureSet costs, and a process that diagnoses many
     inputs (the corpus, the TUI, a watchdog) builds one per input.
     """
-    if pattern.startswith("(?i)"):
-        return None
     try:
-        best = _longest_run(sre_parse.parse(pattern))
+        best = _longest_run(sre_parse.parse(pattern), caseless=pattern.startswith("(?i)"))
     except re.error:
         return None
-    return best if len(best) >= 4 else None
+    return best if _long_enough(best) else None
 
 
 MAX_ALTERNATIVES = 24
@@ -161,7 +170,7 @@ def _anchor_version() -> str:
 def literal_anchors(pattern: str) -> tuple[str, ...]:
     """Literals one of which every match of ``pattern`` contains: its :func:`literal_anchor`, else one per
     alternative of an alternation every match goes through (`\bfoo bar\b|\bbaz qux\b` → `baz qux`, `foo bar`).
-    Empty when there are none of at least 4 characters (the pattern then runs on every line).
+    Empty when there are none of at least 4 bytes (the pattern then runs on every line).
 
     A signature with no single anchor was compiled and run on every line of every input: 189 of ~3600, most of them
     alternations of messages (`\bMUSA error: operation not supported\b|\bmusaErrorNotSupported\b`).
@@ -169,25 +178,23 @@ def literal_anchors(pattern: str) -> tuple[str, ...]:
     one = literal_anchor(pattern)
     if one:
         return (one,)
-    if pattern.startswith("(?i)"):
-        return ()
     try:
         parsed = sre_parse.parse(pattern)
     except re.error:
         return ()
-    return _alternatives(parsed)
+    return _alternatives(parsed, pattern.startswith("(?i)"))
 
 
-def _alternatives(items: Any) -> tuple[str, ...]:
-    run = _longest_run(items)
-    if len(run) >= 4:
+def _alternatives(items: Any, caseless: bool) -> tuple[str, ...]:
+    run = _longest_run(items, caseless)
+    if _long_enough(run):
         return (run,)
     best: tuple[str, ...] = ()
     for op, arg in items:
         if _mandatory_group(op, arg):
-            got = _alternatives(arg[-1])
+            got = _alternatives(arg[-1], caseless)
         elif op is sre_constants.BRANCH:
-            each = [_alternatives(b) for b in arg[1]]
+            each = [_alternatives(b, caseless) for b in arg[1]]
             if not all(each):
                 continue
             got = tuple(sorted({a for alts in each for a in alts}))

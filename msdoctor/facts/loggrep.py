@@ -65,6 +65,23 @@ BIG_REPEAT_RE = re.compile(r"\{(\d+),(\d+)\}")
 BIG_REPEAT_MIN = 17  # `{0,16}` and shorter stay as written
 
 
+def _class_end(p: str, start: int) -> int:
+    """The index of the `]` closing the class that opens at ``start``, or -1."""
+    i = start + 1
+    if i < len(p) and p[i] == "^":
+        i += 1
+    if i < len(p) and p[i] == "]":
+        i += 1
+    while i < len(p):
+        if p[i] == "\\":
+            i += 2
+            continue
+        if p[i] == "]":
+            return i
+        i += 1
+    return -1
+
+
 def to_ere(pattern: str) -> str | None:
     """Translate a (simple) Python regex to POSIX ERE, or None when it uses what ERE lacks.
 
@@ -77,6 +94,12 @@ def to_ere(pattern: str) -> str | None:
     if m:
         ci = "i" in m.group(1)
         p = p[m.end() :]
+    # a group's own flags (`(?i:graph mode|…)`): ERE cannot scope them, so case-blind for the whole pattern (more)
+    ci = ci or bool(re.search(r"\(\?[aiLmsux]*i[aiLmsux]*(?:-[imsx]+)?:", p))
+    p = re.sub(r"\(\?[aiLmsux]*(?:-[imsx]+)?:", "(?:", p)
+    # grep reads bytes (LC_ALL=C): a counted repetition counts bytes where the pattern counts characters, so where the
+    # pattern holds other than ASCII every bounded repetition is read as unbounded (more, never fewer)
+    wide = not p.isascii()
     p = re.sub(r"\(\?<?[=!](?:[^()\\]|\\.)*\)", "", p)  # lookarounds without groups: drop (broader, still correct)
     if re.search(r"\(\?<[=!]|\(\?P=|\\[1-9]|\\[AZ]", p):  # a lookbehind with a group inside, a back-reference
         return None
@@ -107,9 +130,23 @@ def to_ere(pattern: str) -> str | None:
             i += 2
             continue
         rep = BIG_REPEAT_RE.match(p, i) if ch == "{" and not in_class else None
-        if rep and int(rep.group(2)) >= BIG_REPEAT_MIN:  # `{0,300}` → `*`, `{1,300}` → `+`: see BIG_REPEAT_RE
+        if rep and (int(rep.group(2)) >= BIG_REPEAT_MIN or wide):  # `{0,300}` → `*`, `{1,300}` → `+`: BIG_REPEAT_RE
             out.append("*" if rep.group(1) == "0" else "+")
             i = rep.end()
+            continue
+        if ch == "[" and not in_class and wide:
+            end = _class_end(p, i)
+            body = p[i + 1 : end]
+            if end > 0 and not body.isascii():
+                if body.startswith("^"):  # a negated class: without its other characters (it then excludes less)
+                    out.append(to_ere("[" + "".join(c for c in body if c.isascii()) + "]") or ".")
+                else:  # one character of the class: one to four bytes of UTF-8
+                    out.append("(.|..|...|....)")
+                i = end + 1
+                continue
+        if not ch.isascii() and not in_class and i + 1 < len(p) and p[i + 1] in "?*+{":
+            out.append(f"({ch})")  # `值?`: the quantifier is the character's, not its last byte's
+            i += 1
             continue
         if p.startswith("[^\\n]", i) and not in_class:  # "any character but a newline": every character of a line
             out.append(".")
@@ -119,7 +156,7 @@ def to_ere(pattern: str) -> str | None:
             in_class = True
         elif ch == "]" and in_class:
             in_class = False
-        elif ci and ch.isalpha() and not in_class:
+        elif ci and ch.isascii() and ch.isalpha() and not in_class:
             out.append(f"[{ch.lower()}{ch.upper()}]")
             i += 1
             continue

@@ -86,6 +86,28 @@ def test_any_character_but_a_newline_is_any_character_of_a_line_for_grep():
     assert to_ere(r"\[x\][^\n]") == r"\[x\]."  # an escaped bracket is a literal, not a class
 
 
+def test_chinese_in_an_unanchored_pattern_is_read_as_bytes_by_grep():
+    """grep reads bytes (LC_ALL=C) and a CJK character is three: round 74's PERF025 / PERF056 (`…图模式没有收益`) matched
+    a line in Python and not in grep, which read `[^\n，。,]{0,8}` as eight bytes of a byte class, `值?` as an optional
+    last byte, and `(?i)` bracketed each CJK character as `[图图]` (one byte of three)."""
+    from msdoctor.facts.loggrep import to_ere
+
+    cases = [
+        (r"(?i)(?:GPU|NPU|显卡)[^\n，。,]{0,8}?利用率(?:低|为0)", "显卡的利用率低"),
+        (r"\b[Ll]oss\s{0,2}值?\s{0,2}(?:变成|为)\s{0,2}(?P<loss>nan|NaN)\b", "loss 为 nan"),
+        (r"(?:速度|性能)差|(?i:(?:图模式|graph mode)[^\n，。,；;]{0,12}?没有收益)", "Qwen480B长序列场景FULL_DECODE_ONLY图模式没有收益"),
+        (r"(?i:(?:图模式|graph mode)[^\n，。,；;]{0,12}?没有收益)", "GRAPH MODE 没有收益"),
+        (r"x[一-鿿]{1,3}y", "x中文y"),
+    ]
+    for pattern, line in cases:
+        assert re.search(pattern, line), pattern
+        ere = to_ere(pattern)
+        assert ere is not None
+        r = subprocess.run(["grep", "-a", "-E", "-c", "-e", ere], input=line.encode("utf-8"), capture_output=True,
+                           env={"LC_ALL": "C"}, check=False)  # fmt: skip
+        assert r.stdout.strip() == b"1", (pattern, ere, r.stderr)
+
+
 def test_a_long_bounded_repetition_is_unbounded_for_grep():
     from msdoctor.facts.loggrep import BIG_REPEAT_MIN, to_ere
 

@@ -229,6 +229,9 @@ def test_an_alternation_of_messages_is_anchored_by_one_literal_per_alternative()
     assert literal_anchors(r"x(?=abcdef)|ghijk") == ()  # nor is a look-ahead's text
     assert literal_anchors(r"(?i:abcd|efgh)") == ()  # nor a case-insensitive one
     assert literal_anchors(r"abcdefg") == ("abcdefg",)  # a single anchor stays one
+    # under a global (?i) only characters without case anchor it; a CJK anchor needs two characters (six bytes)
+    assert literal_anchors(r"(?i)GPU[^\n]{0,8}利用率(?:低|为0)|训练[^\n]{0,24}慢") == ("利用率", "训练")
+    assert literal_anchors(r"(?i)foo bar") == () and literal_anchors(r"(?i)err: 0x1234") == ("1234",)  # `x` has case
     from msdoctor.engine.evaluate import SignatureSet
 
     sigs = SignatureSet([r for r in load_catalogue() if r.id == "ENV120"])
