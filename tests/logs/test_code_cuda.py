@@ -61,6 +61,11 @@ def test_names_and_families():
     assert lookup("cudaErrorUnknown").internal  # the catch-all yields to any line that says what failed
     assert lookup("CUDA_ERROR_ILLEGAL_ADDRESS").code == "cudaErrorIllegalAddress"
     assert lookup("cudaErrorDoesNotExist") is None
+    # the set-up codes of the driver API that round 74 found missing (OpenMM's module load: 301), as a family
+    for name in ("CUDA_ERROR_FILE_NOT_FOUND", "CUDA_ERROR_JIT_COMPILATION_DISABLED", "CUDA_ERROR_INVALID_GRAPHICS_CONTEXT",
+                 "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY", "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC", "CUDA_ERROR_CONTAINED"):
+        got = lookup(name)
+        assert got is not None and got.family == "CUDA ENV", name
 
 
 @pytest.mark.parametrize(
