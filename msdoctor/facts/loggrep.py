@@ -138,8 +138,9 @@ def to_ere(pattern: str) -> str | None:
             end = _class_end(p, i)
             body = p[i + 1 : end]
             if end > 0 and not body.isascii():
+                kept = "".join(c for c in body if c.isascii())
                 if body.startswith("^"):  # a negated class: without its other characters (it then excludes less)
-                    out.append(to_ere("[" + "".join(c for c in body if c.isascii()) + "]") or ".")
+                    out.append(to_ere(f"[{kept}]") or "." if kept != "^" else ".")
                 else:  # one character of the class: one to four bytes of UTF-8
                     out.append("(.|..|...|....)")
                 i = end + 1

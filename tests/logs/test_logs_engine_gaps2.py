@@ -98,6 +98,7 @@ def test_chinese_in_an_unanchored_pattern_is_read_as_bytes_by_grep():
         (r"(?:速度|性能)差|(?i:(?:图模式|graph mode)[^\n，。,；;]{0,12}?没有收益)", "Qwen480B长序列场景FULL_DECODE_ONLY图模式没有收益"),
         (r"(?i:(?:图模式|graph mode)[^\n，。,；;]{0,12}?没有收益)", "GRAPH MODE 没有收益"),
         (r"x[一-鿿]{1,3}y", "x中文y"),
+        (r"x[^，。]{0,4}y", "x中文y"),  # a negated class of other characters only: any character
     ]
     for pattern, line in cases:
         assert re.search(pattern, line), pattern
