@@ -36,8 +36,13 @@ def cache_root() -> Path:
 
 
 def cache_dir() -> Path | None:
-    """Where the rule caches live, or None when ``MSDOCTOR_NO_CACHE`` is set."""
-    return None if os.environ.get("MSDOCTOR_NO_CACHE") else cache_root() / "rules"
+    """Where the rule caches live, or None when ``MSDOCTOR_NO_CACHE`` is set or there is no home to put them in (a
+    container's user without ``HOME`` or a passwd entry: ``~`` stays unexpanded, and a relative folder would land in
+    the working directory)."""
+    if os.environ.get("MSDOCTOR_NO_CACHE"):
+        return None
+    root = cache_root()
+    return root / "rules" if root.is_absolute() else None
 
 
 class JsonCache:

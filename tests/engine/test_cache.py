@@ -109,3 +109,11 @@ def test_a_small_run_adds_to_the_file_and_a_whole_run_drops_what_it_left(cache_d
     again.save()
     items = json.loads(next(cache_dir.glob("t-1.json")).read_text())["items"]
     assert set(items) == {*map(str, range(5)), *(f"changed{i}" for i in range(5))}
+
+
+def test_no_home_means_no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container's user without HOME or a passwd entry: `~` is not expanded, and no folder is made in the cwd."""
+    for var in ("MSDOCTOR_CACHE", "XDG_CACHE_HOME", "MSDOCTOR_NO_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(cache.Path, "home", classmethod(lambda cls: cls("~")))
+    assert cache.cache_dir() is None and cache.JsonCache("t", "1").path is None
