@@ -122,7 +122,7 @@ def _longest_run(items: Any, caseless: bool = False) -> str:
 
     def walk(items: Any) -> None:
         for op, arg in items:
-            if op is sre_constants.LITERAL and not (caseless and not _caseless(chr(arg))):
+            if op is sre_constants.LITERAL and (not caseless or _caseless(chr(arg))):
                 run.append(chr(arg))
             elif _mandatory_group(op, arg):
                 # a group that is neither repeated, optional nor an alternative (those are other ops) must match,
@@ -175,9 +175,6 @@ def literal_anchors(pattern: str) -> tuple[str, ...]:
     A signature with no single anchor was compiled and run on every line of every input: 189 of ~3600, most of them
     alternations of messages (`\bMUSA error: operation not supported\b|\bmusaErrorNotSupported\b`).
     """
-    one = literal_anchor(pattern)
-    if one:
-        return (one,)
     try:
         parsed = sre_parse.parse(pattern)
     except re.error:
@@ -186,7 +183,7 @@ def literal_anchors(pattern: str) -> tuple[str, ...]:
 
 
 def _alternatives(items: Any, caseless: bool) -> tuple[str, ...]:
-    run = _longest_run(items, caseless)
+    run = _longest_run(items, caseless)  # on the whole pattern: literal_anchor's reading
     if _long_enough(run):
         return (run,)
     best: tuple[str, ...] = ()
