@@ -203,6 +203,33 @@ MIXED_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|err|fail(?:ed|ure|s
                             r"[A-Z][A-Za-z0-9]{0,60}(?:Error|Exception)\b|报错|失败|错误|不支持|异常|超时|崩溃|出错|卡住|卡死|"
                             r"(?i:expected\b.{1,80}\bbut (?:got|found|received))")
 
+# A command line the user pasted (`$ mpirun -np 4 -x NCCL_ALGO=Ring --timeout 20 ./build/alltoall_perf …`, `python
+# train.py --data_path … --error_log e.txt`): a shell prompt or a launcher, interpreter or path first (after `KEY=value`
+# assignments), then its arguments. Its option names and values are not words of an error (`--timeout`, the fallback
+# read as a COMM fault, nccl#2169): the paste reading tests the words left after them (COMMAND_ARG_RE). A command's
+# own message is not one: `torchrun: error: …` and `python: can't open file …` have a colon after the name.
+COMMAND_LINE_RE = re.compile(r"^\s{0,4}(?:(?:\(\S{1,60}\) ?)?(?:[\w.-]{1,40}@[\w.-]{1,60}:\S{0,120}|\S{0,60})?[$#] {1,3})?"
+                             r"(?:[A-Z_][A-Z0-9_]{0,60}=\S{0,200}\s{1,4}){0,12}"
+                             r"(?:(?:sudo|nohup|exec|time|env)\s{1,4}){0,3}"
+                             r"(?:python[0-9.]{0,5}|torchrun|mpirun|mpiexec|srun|sbatch|salloc|msrun|deepspeed|accelerate|"
+                             r"bash|sh|docker|podman|kubectl|pip[0-9.]{0,4}|conda|vllm|llamafactory-cli|swift|trtexec|"
+                             r"mindie\w{0,20}|\S{0,200}/[\w.+-]{1,80}|[\w.-]{1,80}\.(?:py|sh))"
+                             r"\s{1,4}(?=\S)(?!:)")
+# ... and its arguments that are no words of an error: an option (`--timeout`, `-x`), an assignment (`NCCL_ALGO=Ring`,
+# `--error_log=e.txt`), a path or a file name (`./build/alltoall_perf`, `e.txt`)
+COMMAND_ARG_RE = re.compile(r"(?<!\S)(?:-{1,2}[A-Za-z][\w.-]{0,80}(?:=\S{0,200})?|[\w.-]{1,80}=\S{0,200}|\S{0,200}/\S{0,200}|"
+                            r"[\w-]{1,80}\.[A-Za-z0-9]{1,8})(?!\S)")
+
+
+def command_words(text: str) -> str | None:
+    """The words of a pasted command line left after its options, assignments and paths, or None where the line
+    is no command line (:data:`COMMAND_LINE_RE`)."""
+    m = COMMAND_LINE_RE.match(text)
+    if m is None:
+        return None
+    return COMMAND_ARG_RE.sub(" ", text[m.end():])
+
+
 # A traceback's source line that opens the exception it raises, its message on the next lines (`raise ImportError(`,
 # also after a prefix the scanner does not know): the template of a message, not an error line of a paste.
 RAISE_OPEN_RE = re.compile(r"\braise [\w.]{1,120}\(\s*$")
@@ -694,6 +721,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             if (spec.paste and not level_error and pre.level is None
                     and (PASTE_ERROR_RE.search(pre.text) or ISSUE_TITLE_RE.match(piece))
                     and not RAISE_OPEN_RE.search(pre.text)
+                    and not _command_without_error(pre.text)
                     and not (spec.mixed and (LEVEL_WORD_RE.search(pre.text, 0, LEVEL_WORD_SPAN)
                                              or PY_WARNING_RE.search(pre.text)
                                              or not MIXED_ERROR_RE.search(pre.text)))):
@@ -989,6 +1017,12 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
                                and not (known and spec.paste)  # a paste's word, on a line an info rule knows
                                and not text.rstrip().endswith(TB_HEADER))):  # `… hit an exception: Traceback (…):`
         st.add_anomaly(_event(None, "unclassified", "error", lineno, text.strip(), ts, ts_text, prank=prank, echo=echo))
+
+def _command_without_error(text: str) -> bool:
+    """A pasted command line whose error words are all in its options, assignments and paths (`--timeout 20`)."""
+    words = command_words(text)
+    return words is not None and not PASTE_ERROR_RE.search(words)
+
 
 def _elastic(st: _FileState, text: str, lineno: int) -> bool:
     """A line of torchrun's failure summary, read into ``st.elastic``; True when the line was one."""

@@ -132,6 +132,41 @@ def test_a_text_without_error_words_is_still_not_a_log(tmp_path: Path) -> None:
     assert r.rc == 2 and "known log grammar" in r.err
 
 
+# A pasted command line's option names are no error words (nccl-2169-4-h100-alltoall-perf-throughput-drops-above-512mb-
+# nccl-2.30.4-2026: its first line, alone, was read as a COMM fault for `--timeout`); the others are made up around
+# the same forms (a prompt, assignments, an interpreter)
+COMMANDS = [
+    "mpirun -np 4 -x LD_LIBRARY_PATH -x NCCL_ALGO=Ring -x NCCL_DEBUG=INFO -x NCCL_DEBUG_FILE=ncclDebug.%h.%p "
+    "-x NCCL_TOPO_DUMP_FILE=ncclSystem.txt -x NCCL_PROTO=Simple --timeout 20 ./build/alltoall_perf -b 500M -e 524M "
+    "-g 1 -n 10 -w 1 -R1",
+    "python train.py --data_path /x --timeout 30 --error_log e.txt",
+    "(base) root@host:~/x# CUDA_VISIBLE_DEVICES=0 python demo.py --fail-fast",
+]
+# ... but a command's own message, or a line that says the command failed, is an error
+COMMAND_ERRORS = [
+    "torchrun: error: the following arguments are required: --nproc_per_node",
+    "python: can't open file 'x.py': [Errno 2] No such file or directory",
+    "bash: mpirun: command not found",
+    "sh run_distribute.sh failed",
+]
+
+
+@pytest.mark.parametrize("line", COMMANDS)
+def test_a_command_lines_options_are_not_error_words(tmp_path: Path, line: str) -> None:
+    f = tmp_path / "paste.log"
+    f.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="none holds a line of a known log grammar"):
+        collect([str(f)], stripped_catalogue())
+
+
+@pytest.mark.parametrize("line", COMMAND_ERRORS)
+def test_a_commands_own_error_is_still_read(tmp_path: Path, line: str) -> None:
+    f = tmp_path / "paste.log"
+    f.write_text(line + "\n", encoding="utf-8")
+    facts, _ = collect([str(f)], stripped_catalogue())
+    assert [e["text"] for e in unclassified_events(facts)] == [line]
+
+
 def test_a_known_grammars_line_is_an_error_by_its_level_only(tmp_path: Path) -> None:
     """In a log of a known grammar a line of that grammar is an error by its level, never by a word of its message:
     the INFO line's `failed` is no error. (The bare line beside it is, where the log holds no error of its own:
