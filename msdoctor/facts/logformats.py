@@ -51,7 +51,10 @@ PY_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrup
                        r"|[a-z_]\w*\.(?:[a-z]{0,20}error|timeout)(?=: ))"
                        r"(?:\([A-Za-z_][\w.]{0,80}\))?)"
                        r"(?:: ?(?P<msg>.*)|\s*)$")
-TRACEBACK_RE = re.compile(r"^Traceback \(most recent call last\):")
+# ... and IPython's / Jupyter's header, which names the exception first (`ModuleNotFoundError      Traceback (most
+# recent call last)`): a notebook paste cut before its exception line still says what was raised (rfdiffusion#209)
+TRACEBACK_RE = re.compile(r"^(?:Traceback \(most recent call last\):|(?P<ipy>[A-Za-z_][\w.]{0,80}(?:Error|Exception|"
+                          r"Interrupt|Exit))\s{2,}Traceback \(most recent call last\)\s*$)")
 # A C++ process that aborts on an exception (MindIE, ATB, torch_npu's C++ side): the exception's class.
 # Its `  what():  message` line (the exception's message) is joined to it by the scanner (`… 'c10::Error'  what():
 # message`): the record's message is then the what() text.
@@ -140,8 +143,9 @@ def parse_line(line: str) -> LogRecord:
     m = CPP_TERMINATE_RE.match(text)
     if m:
         return LogRecord("python-exc", m["msg"] or text, "ERROR", exc_type=m["type"])
-    if TRACEBACK_RE.match(text):
-        return LogRecord("traceback", text)
+    m = TRACEBACK_RE.match(text)
+    if m:
+        return LogRecord("traceback", text, exc_type=m["ipy"])
     return LogRecord("plain", text)
 
 

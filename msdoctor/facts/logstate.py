@@ -70,6 +70,11 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"Floating point exception|Killed)(?: +\(core dumped\))?(?: |\r?$)",
     r"^!!! Exception during processing !!!",  # ComfyUI's report of a failed node (logformats.PREFIX_RES)
     r'File "[^"\n]{1,300}", line [0-9]',  # a traceback frame: a paste cut before its exception line is still read
+    # IPython's frames and the arrow at the line that raised (IPYTHON_FRAME_RE below): Colab's `[/x/util.py](https://…)
+    # in <module>`, IPython 7's `/x/util.py in f(a)`, IPython 8's `File ~/x/util.py:7, in f()` and `Cell In[3], line 7`,
+    # `<ipython-input-3-…> in <module>`, `----> 7 import dgl`
+    r"\.py\]\([^)\n]{0,600}\) in ", r"\.py in [A-Za-z_<]", r"^File [^ \n]{1,300}\.py:[0-9]{1,7}, in ",
+    r"^Cell In\[[0-9]{1,6}\], line [0-9]", r"^<(?:ipython-input-[^>\n]{1,60}|timed exec|string)> in ", r"^-{1,4}> ?[0-9]",
     r"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
     r"\] (?:ERROR|FATAL): ",  # the same after a bracketed time stamp (`[2026-06-09 13:13:59] ERROR: testcase failed`)
     r": (?:fatal )?error: ",  # a compiler's / linker's own (`ld.lld: error: …`, `x.cpp:22:10: fatal error: …`)
@@ -363,6 +368,7 @@ class _FileState:
         self.specific_umbrella = False  # … or as a consequence (a wrapper whose detail follows)
         self.in_block = False  # the lines since are the CANN message block under it
         self.open_frames: list[str] = []  # frames (source paths) of a traceback no exception line closed yet
+        self.open_tb_type: str | None = None  # … the exception IPython's header named for it (`ModuleNotFoundError`)
         self.open_tb_line: int | None = None  # … its first line (the `Traceback` header, else its first frame)
         self.open_calls: list[str] = []  # … the function of each of those frames (`in main_process_first`)
         # … and where to read the source line printed under the innermost frame (the call that raised): read once,
@@ -574,6 +580,14 @@ TsLookup = Callable[[], tuple[float | None, str | None]]
 FramesLookup = Callable[[], list[str]]
 FRAME_RE = re.compile(rb'File "([^"\n]{1,300})", line \d+')
 FRAME_LINE_RE = re.compile(r'^File "([^"\n]{1,300})", line \d+(?:, in (\S.{0,200}))?$')
+# IPython's frame lines (read only inside a traceback IPython's header opened) and its arrow at the raising line
+IPYTHON_FRAME_RE = re.compile(r"^(?:\[?(?P<path>[^\s\[\]()]{1,300}\.py)\]?(?:\([^)\s]{0,600}\))?(?::\d{1,7},)? in "
+                              r"(?P<func>\S.{0,200})|File (?P<path8>\S{1,300}\.py):\d{1,7}, in (?P<func8>\S.{0,200})|"
+                              r"(?P<cell>Cell In\[\d{1,6}\], line \d{1,7}|<(?:ipython-input-[^>\s]{1,60}|timed exec|string)> "
+                              r"in \S.{0,200}))$")
+GENERIC_EXCEPTIONS = frozenset({"Exception", "Error", "RuntimeError", "ValueError", "TypeError", "OSError", "IOError",
+                                "AssertionError", "AttributeError", "IndexError", "NotImplementedError", "SystemExit"})
+IPYTHON_ARROW_RE = re.compile(r"^-{1,4}> ?\d{1,7} (?P<code>\S.{0,300})$")
 TRACEBACK_BYTES = b"Traceback (most recent call last)"
 MAX_FRAMES = 4
 
@@ -667,6 +681,16 @@ def read_open_raise(st: _FileState, spec: ScanSpec) -> None:
         return
     raised = raise_literal(_source_under(st.open_code_at))
     if raised is None:
+        if st.open_tb_type is not None and st.open_tb_type.rsplit(".", 1)[-1] not in GENERIC_EXCEPTIONS:
+            # IPython's header named the exception: the error, at the header's line (a built-in generic type says no
+            # more than the cut traceback: its frames are read as one, and a title beside it still reads)
+            code = _source_under(st.open_code_at)
+            text = f"{st.open_tb_type}, named by IPython's traceback header (the paste ends before its message)"
+            st.add_anomaly(_event(None, "unclassified", "error", st.open_tb_line or 0,
+                                  text + (f" at `{code}`" if code else ""), None, None, exc_type=st.open_tb_type,
+                                  frames=list(st.open_frames) or None))  # fmt: skip
+            st.exceptions.append({"type": st.open_tb_type, "message": "", "line": st.open_tb_line,
+                                  "after_traceback": True, "sections": {}})  # fmt: skip
         return
     lineno = st.last_frame_line + 1
     _handle_line(st, spec, f"{raised[0]}: {raised[1]}", lineno, lambda: (None, None), lambda: {}, lambda: False, None)
@@ -974,7 +998,24 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if rec.grammar == "traceback":
         st.last_traceback = lineno
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], lineno, [], None
+        st.open_tb_type = rec.exc_type
         return
+    if rec.grammar == "plain" and st.open_tb_type is not None and st.open_tb_line is not None:
+        im = IPYTHON_FRAME_RE.match(text)
+        if im is not None:  # IPython's frame: the file (or the cell) and the function
+            st.recognised += 1
+            path = im["path"] or im["path8"] or im["cell"]
+            st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], path]
+            st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (im["func"] or im["func8"] or "").strip()[:80]]
+            st.open_code_at = None
+            st.last_frame_line = lineno
+            return
+        am = IPYTHON_ARROW_RE.match(text)
+        if am is not None:  # `----> 7 import dgl`: the line of the frame above that raised
+            code = am["code"].strip()
+            st.open_code_at = lambda: code
+            st.last_frame_line = lineno
+            return
     if rec.grammar == "plain":
         fm = FRAME_LINE_RE.match(text)
         if fm is not None:  # a traceback frame (`File "…/x.py", line 12, in f`): where the exception was raised
@@ -1004,6 +1045,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         st.exceptions.append(exc)
         open_frames = st.open_frames
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], None, [], None  # the exception closes it
+        st.open_tb_type = None
         if not classified:
             body = rec.message.strip() or _banner_body(banner)
             frames = list(open_frames) or (frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None)
