@@ -152,6 +152,12 @@ def parse_line(line: str) -> LogRecord:
 # -- what pasting and launchers put in front of a log line -----------------------------------------
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# ... and what is left of them where the page dropped the escape byte (GitHub does): `[1;36m(VllmWorker TP0
+# pid=2345)[0;0m ERROR …`, `[0;31mModuleNotFoundError[0m: …`, or `less`'s caret notation `^[[0;36m`. Read only in a
+# line that holds a reset (`[0m`, `[0;0m`, `[00m`, `[39m`): a coloured line ends its colour, and a bracketed number
+# with an `m` means something else in a line without one.
+ANSI_REMNANT_RE = re.compile(r"(?:\^\[)?\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
+ANSI_RESET_RE = re.compile(r"\[(?:0;0|00?|39)m")
 # One prefix at a time, repeated: `[rank1]:` (torchrun), `[1,0]<stderr>:` (mpirun: job 1, rank 0), `(RayWorkerWrapper
 # pid=1234, ip=…)` / `(pid=1234)` / `(VllmWorker rank=1 pid=7226)` (Ray, vLLM), ISO / syslog time stamps,
 # docker compose's `service-1  | `, a markdown backtick, leading blanks. A prefix that carries the line's
@@ -259,6 +265,8 @@ def strip_prefix_info(text: str) -> Prefixed:
     """
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
+    if "m" in text and ANSI_RESET_RE.search(text):
+        text = ANSI_REMNANT_RE.sub("", text)
     rank: int | None = None
     level: str | None = None
     tick = ray = False

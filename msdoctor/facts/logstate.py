@@ -73,8 +73,10 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     # IPython's frames and the arrow at the line that raised (IPYTHON_FRAME_RE below): Colab's `[/x/util.py](https://…)
     # in <module>`, IPython 7's `/x/util.py in f(a)`, IPython 8's `File ~/x/util.py:7, in f()` and `Cell In[3], line 7`,
     # `<ipython-input-3-…> in <module>`, `----> 7 import dgl`
-    r"\.py\]\([^)\n]{0,600}\) in ", r"\.py in [A-Za-z_<]", r"^File [^ \n]{1,300}\.py:[0-9]{1,7}, in ",
-    r"^Cell In\[[0-9]{1,6}\], line [0-9]", r"^<(?:ipython-input-[^>\n]{1,60}|timed exec|string)> in ", r"^-{1,4}> ?[0-9]",
+    # (also after what is left of a colour code whose escape byte the page dropped: `[0;32m----> 1[0;31m …`)
+    r"\.py\]\([^)\n]{0,600}\) in ", r"\.py in [A-Za-z_<]", r"(?:^|m)File [^ \n]{1,300}\.py:[0-9]{1,7}, in ",
+    r"(?:^|m)Cell In\[[0-9]{1,6}\], line [0-9]", r"<(?:ipython-input-[^>\n]{1,60}|timed exec|string)>",
+    r"(?:^|m)-{1,4}> ?[0-9]",
     r"^(?:ERROR|FATAL|error|fatal): ",  # pip / setuptools / command-line tools
     r"\] (?:ERROR|FATAL): ",  # the same after a bracketed time stamp (`[2026-06-09 13:13:59] ERROR: testcase failed`)
     r": (?:fatal )?error: ",  # a compiler's / linker's own (`ld.lld: error: …`, `x.cpp:22:10: fatal error: …`)

@@ -84,3 +84,30 @@ def test_cli_names_the_area_from_the_header() -> None:
     r = run_cli("logs", str(RFDIFFUSION))
     assert r.rc != 2, r.err  # a log read (before: "none holds a line of a known log grammar", exit 2)
     assert "ENV099" in r.out and "ModuleNotFoundError" in r.out
+
+
+# The same notebook output as a GitHub page keeps it: the colour codes without their escape byte (made up around
+# IPython 7's layout and colours; the vLLM prefix is the form of tests/realworld/logs/vllm-ascend-5917-…)
+REMNANTS = ("[0;31m---------------------------------------------------------------------------[0m\n"
+            "[0;31mModuleNotFoundError[0m                       Traceback (most recent call last)\n"
+            "[0;32m<ipython-input-2-abc>[0m in [0;36m<module>[0;34m[0m\n"
+            "[0;32m----> 1[0;31m [0;32mimport[0m [0mdgl[0m[0;34m[0m[0;34m[0m[0m\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_colour_codes_without_their_escape_byte_are_read_through(tmp_path: Path, spec, engine: str) -> None:
+    f = tmp_path / "cell.txt"
+    f.write_text(REMNANTS, encoding="utf-8")
+    errors = [e for e in _scan(f, spec, engine)["first_events"] if e.get("severity") == "error"]
+    assert [(e["exc_type"], e["line"]) for e in errors] == [("ModuleNotFoundError", 2)], errors
+    assert "`import dgl`" in errors[0]["text"]
+
+
+def test_a_colour_remnant_prefix_is_stripped_with_the_line_prefixes() -> None:
+    from msdoctor.facts.logformats import strip_prefix_info
+
+    pre = strip_prefix_info("[1;36m(VllmWorker TP0 pid=2345)[0;0m ERROR 03-01 10:11:12 [multiproc_executor.py:470] "
+                            "WorkerProc hit an exception.")  # fmt: skip
+    assert (pre.text, pre.level) == ("WorkerProc hit an exception.", "ERROR")
+    # without a reset in the line a bracketed number with an `m` is the line's own text
+    assert strip_prefix_info("eta [12m 30s] left").text == "eta [12m 30s] left"
