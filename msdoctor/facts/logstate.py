@@ -997,6 +997,9 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         if rule.severity.value == "info":
             known = True
             benign = benign or rule.benign
+        elif ev.get("role") == "info":
+            known = True  # a rule of role info (a statement it reads, heading only alone: nccl-tests' `… cannot reach
+            # the theoretical bandwidth` title, PERF023) knows the line: its words are not an unrecognised error's
     if rec.grammar == "traceback":
         st.last_traceback = lineno
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], lineno, [], None
