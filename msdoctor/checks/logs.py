@@ -123,7 +123,9 @@ YIELDS_TO: dict[str, frozenset[str]] = {"COMM027": frozenset({"COMM044"}),
                                         # `Cannot copy out of meta tensor` (CKPT068, lazy loading) in a line that
                                         # also names ZeRO-3 with QLoRA / 4-bit (PAR053): the partitioned weights,
                                         # not the loader (qwen-vl-series-finetune #7, fixed by ZeRO-2)
-                                        "CKPT068": frozenset({"PAR053"}),
+                                        # ... and in a line that names FSDP2 / fully_shard leaving a rank empty
+                                        # (PAR050): the shard layout, not the loader (pytorch #164554, round 75)
+                                        "CKPT068": frozenset({"PAR053", "PAR050"}),
                                         # triton's `Failed to compile …/launcher_cxx11abi1.cxx, error: In file
                                         # included from …` wraps the compiler's own diagnostics: where a rule reads
                                         # the diagnostic (a torch_npu or triton header that does not compile against
