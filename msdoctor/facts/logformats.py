@@ -47,7 +47,12 @@ PYLOG_RE = re.compile(
 # library's lower-case classes (`socket.gaierror: [Errno -2] Name or service not known`, `socket.timeout: …`).
 # Ray re-raises a task's exception as `ray.exceptions.RayTaskError(OutOfMemoryError): ray::Task.run() …`: the
 # wrapped class in parentheses is part of the type (it names the fault; the wrapper only says "in a Ray task").
+# ONNX Runtime's Python exceptions are named by status, not …Error (`onnxruntime.capi.onnxruntime_pybind11_state.
+# InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Got invalid dimensions …`, `Fail: [ONNXRuntimeError] : 1 :
+# FAIL : …`, `NoSuchFile`, `InvalidGraph`, `NotImplemented`, `EPFail`): read where ORT's status tag follows the name.
 PY_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|(?:Error|Exception)(?=:)|[A-Za-z_]\w*\.[\w.]*(?:Invalid|Failure)"
+                       r"|(?:[A-Za-z_][\w.]*\.)?(?:InvalidArgument|Fail|NoSuchFile|NoModel|InvalidGraph|InvalidProtobuf|"
+                       r"NotImplemented|EPFail|ModelLoaded|ModelLoadCanceled|ModelRequiresCompilation)(?=: \[ONNXRuntimeError\])"
                        r"|[a-z_]\w*\.(?:[a-z]{0,20}error|timeout)(?=: ))"
                        r"(?:\([A-Za-z_][\w.]{0,80}\))?)"
                        r"(?:: ?(?P<msg>.*)|\s*)$")
@@ -218,6 +223,9 @@ PREFIX_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Ray's C++ core log: `[2026-04-08 14:49:46,095 E 556036 556036] logging.cc:474: *** SIGSEGV received …`
     ("", re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} (?P<lvl>[EWIF]) \d{1,10} \d{1,10}\] "
                     r"[\w./-]{1,200}:\d{1,7}: ")),
+    # OpenVINO's Model Optimizer and its tools: `[ ERROR ]  List of operations that cannot be converted to Inference
+    # Engine IR:`, `[ WARNING ]  …` (round 75 c: geti-297, openvino-352 — its error lines had been read as no level)
+    ("", re.compile(r"^\s*\[ (?P<lvl>ERROR|WARNING|INFO|DEBUG|CRITICAL|FATAL) \] {1,3}(?=\S)")),
     # docker compose `vllm-1  | `, also before an indented line (`vllm-1  |     File …`, `vllm-1  |  <no registered kernels>`)
     ("", re.compile(r"^[a-z0-9][\w.-]{0,60}[-_]\d{1,3}\s+\| (?=\S| )")),
     ("tick", re.compile(r"^`{1,3}(?=\S)")),  # a line pasted inside markdown backticks

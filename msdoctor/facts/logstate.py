@@ -81,6 +81,8 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"\] (?:ERROR|FATAL): ",  # the same after a bracketed time stamp (`[2026-06-09 13:13:59] ERROR: testcase failed`)
     r": (?:fatal )?error: ",  # a compiler's / linker's own (`ld.lld: error: …`, `x.cpp:22:10: fatal error: …`)
     r",[0-9][0-9][0-9] [EF] [0-9]{1,10} [0-9]{1,10}\] ",  # Ray's C++ core log (`[2026-04-08 14:49:46,095 E 55 55] `)
+    r"^ {0,4}\[ (?:ERROR|FATAL|CRITICAL) \] ",  # OpenVINO Model Optimizer's level (`[ ERROR ]  List of operations …`)
+    r": \[ONNXRuntimeError\] : ",  # ONNX Runtime's status exceptions (`InvalidArgument: [ONNXRuntimeError] : 2 : …`)
     r"^\[ASSERT\] ",  # an AscendC kernel's failed assertion (`[ASSERT] …/gather_v3_base.h:137: Assertion `…' Index …`)
     r"^\[(?:BUG|Bug|bug)\]:? [A-Za-z_.]{1,120}(?:Error|Exception):",  # an issue title's tag (`[BUG] RuntimeError: …`)
     CLUSTER_UP,  # logged by every rank at the same moment (the clock anchor)
