@@ -113,25 +113,6 @@ def test_an_issue_title_is_read_as_the_error(tmp_path: Path, line: str, read: st
 
 # Prose that only announces the error below it, and a tag that is not a fault report: no error of their own
 NOT_ERRORS = ["报错信息如下：", "[Feature]: support Qwen3-Next on 910B"]
-
-
-@pytest.mark.parametrize("line", NOT_ERRORS)
-def test_an_announcement_or_a_feature_request_is_not_an_error(tmp_path: Path, line: str) -> None:
-    f = tmp_path / "paste.txt"
-    f.write_text(line + "\n", encoding="utf-8")
-    with pytest.raises(InputError, match="none holds a line of a known log grammar"):
-        collect([str(f)], stripped_catalogue())
-
-
-def test_a_text_without_error_words_is_still_not_a_log(tmp_path: Path) -> None:
-    f = tmp_path / "paste.txt"
-    f.write_text(NO_ERROR + "\n", encoding="utf-8")
-    with pytest.raises(InputError, match="none holds a line of a known log grammar"):
-        collect([str(f)], stripped_catalogue())
-    r = run_cli("logs", str(f))
-    assert r.rc == 2 and "known log grammar" in r.err
-
-
 # A pasted command line's option names are no error words (nccl-2169-4-h100-alltoall-perf-throughput-drops-above-512mb-
 # nccl-2.30.4-2026: its first line, alone, was read as a COMM fault for `--timeout`); the others are made up around
 # the same forms (a prompt, assignments, an interpreter)
@@ -151,12 +132,21 @@ COMMAND_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("line", COMMANDS)
-def test_a_command_lines_options_are_not_error_words(tmp_path: Path, line: str) -> None:
-    f = tmp_path / "paste.log"
+@pytest.mark.parametrize("line", [*NOT_ERRORS, *COMMANDS])
+def test_an_announcement_a_feature_request_or_a_command_line_is_not_an_error(tmp_path: Path, line: str) -> None:
+    f = tmp_path / "paste.txt"
     f.write_text(line + "\n", encoding="utf-8")
     with pytest.raises(InputError, match="none holds a line of a known log grammar"):
         collect([str(f)], stripped_catalogue())
+
+
+def test_a_text_without_error_words_is_still_not_a_log(tmp_path: Path) -> None:
+    f = tmp_path / "paste.txt"
+    f.write_text(NO_ERROR + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="none holds a line of a known log grammar"):
+        collect([str(f)], stripped_catalogue())
+    r = run_cli("logs", str(f))
+    assert r.rc == 2 and "known log grammar" in r.err
 
 
 @pytest.mark.parametrize("line", COMMAND_ERRORS)
