@@ -21,9 +21,15 @@ What counts (each a form real logs print; a size of 1 names no split):
 * a sequence-parallel scheme (`ulysses`, `ring_attention`), MindSpore's `shard(` / `in_strategy` /
   `SEMI_AUTO_PARALLEL` / `AUTO_PARALLEL`, `enable_expert_parallel`;
 * a collective or an expert dispatcher in the text (`all_gather`, `all_to_all`, `reduce_scatter`,
-  `token_dispatcher`): the tensor that failed was being split or gathered.
+  `token_dispatcher`): the tensor that failed was being split or gathered;
+* DeepSpeed's ZeRO stage 3 (`zero_stage: 3`, `"stage": 3` is not read — too many JSON files have a `stage`;
+  `deepspeed_stage_3`, `ZeRO-3`, `zero3`, its `stage3_…` settings): every parameter is partitioned, so a weight
+  gathered outside the engine is empty on its rank (`The size of tensor a (0) must match …`: lightning-17605,
+  llamafactory-2081, trlx-483, round 75's holdouts; open-r1-692, where the thread found a model bug, names ZeRO-3
+  only in its prose and stays NUM); not FSDP by name: it is printed by many jobs whose shape error is the model's (verl-4274).
 
-Data parallelism alone is not a layout here: replicas see whole tensors.
+Data parallelism alone is not a layout here: replicas see whole tensors; ZeRO stages 1 and 2 shard only optimizer
+states and gradients.
 """
 
 from __future__ import annotations
@@ -42,7 +48,9 @@ PARALLEL_LAYOUT_RE = re.compile(
     rb"|\b(?:tp|pp|ep|cp|sp|dcp|pcp|etp|mp|tp_size|pp_size|ep_size|cp_size|sp_size|ulysses_degree|ring_degree|"
     rb"model_parallel|pipeline_stages?)['\"]?\s?[=:]\s?" + _N + rb"\b"
     rb"|\bulysses\b|\bring[_ ]?attention|\.shard\(|\bin_strategy\b|(?<!\w)(?:semi_)?auto_parallel\b|"
-    rb"enable_expert_parallel|token_dispatcher|\ball_to_all|\balltoall\b|\ball_gather|\ballgather\b|\breduce_scatter)"
+    rb"enable_expert_parallel|token_dispatcher|\ball_to_all|\balltoall\b|\ball_gather|\ballgather\b|\breduce_scatter"
+    # DeepSpeed ZeRO-3: every parameter partitioned
+    rb"|\bzero[_ -]?stage['\"]?\s?[=:]\s?3\b|\bdeepspeed_stage_3|(?<![a-z])zero[_-]?3\b|\bstage3_[a-z_]{3,40})"
     # the short forms: `TP8`, `EP16`, `tp4` (not a lower-case `cp`: `cp310` is a wheel's Python tag)
     rb"|(?<![A-Za-z])(?:TP|PP|EP|CP|PCP|DCP|ETP|tp|pp|ep|etp)" + _N + rb"\b"
     # vLLM's worker names (`Worker_DP0_TP3_EP3`, cut by the plog to `ker_DP25_EP25`)

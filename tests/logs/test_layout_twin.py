@@ -70,6 +70,8 @@ def test_a_size_of_one_or_a_wheel_tag_names_no_layout(tmp_path: Path) -> None:
     "  tensor_model_parallel_size ...................... 8",  # Megatron's argument dump
     "--tensor-parallel-size 4", "'model_parallel': 2", "[2026-03-07 03:03:55 TP9 EP9] Scheduler hit",
     "[ERROR] RUNTIME(1254,ker_DP25_EP25):2025-12-19-15:50:0", "set_auto_parallel_context(parallel_mode=ParallelMode.SEMI_AUTO_PARALLEL)",
+    # DeepSpeed ZeRO-3 (every parameter partitioned): a config, Lightning's strategy name, a config file's name
+    "zero_stage: 3", "strategy=deepspeed_stage_3_offload", "--deepspeed ds_zero3.json", '"stage3_prefetch_bucket_size": 5e8',
 ])  # fmt: skip
 def test_layout_forms(text: str) -> None:
     assert layout_named(text.encode(), []) is not None
@@ -78,6 +80,7 @@ def test_layout_forms(text: str) -> None:
 @pytest.mark.parametrize("text", [
     "tensor_model_parallel_size ...................... 1", "Worker pid=12 TP0 cp311", "sleep2 step8 stp4",
     "expert_model_parallel_size: None",
+    "zero_stage: 2", "FSDP wrap policy", "nonzero3",  # ZeRO-2 shards no parameter; FSDP by name is not read
 ])  # fmt: skip
 def test_no_layout_forms(text: str) -> None:
     assert layout_named(text.encode(), []) is None
