@@ -683,12 +683,12 @@ def read_open_raise(st: _FileState, spec: ScanSpec) -> None:
     and the fallback read its type and message; the verdict is no longer "incomplete traceback"."""
     if not _ends_in_traceback(st):
         return
-    raised = raise_literal(_source_under(st.open_code_at))
+    code = _source_under(st.open_code_at)
+    raised = raise_literal(code)
     if raised is None:
         if st.open_tb_type is not None and st.open_tb_type.rsplit(".", 1)[-1] not in GENERIC_EXCEPTIONS:
             # IPython's header named the exception: the error, at the header's line (a built-in generic type says no
             # more than the cut traceback: its frames are read as one, and a title beside it still reads)
-            code = _source_under(st.open_code_at)
             text = f"{st.open_tb_type}, named by IPython's traceback header (the paste ends before its message)"
             st.add_anomaly(_event(None, "unclassified", "error", st.open_tb_line or 0,
                                   text + (f" at `{code}`" if code else ""), None, None, exc_type=st.open_tb_type,
