@@ -273,7 +273,7 @@ def strip_prefix_info(text: str) -> Prefixed:
     """
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
-    if "m" in text and ANSI_RESET_RE.search(text):
+    if ("[0" in text or "[39m" in text) and ANSI_RESET_RE.search(text):  # the byte test first: every line passes here
         text = ANSI_REMNANT_RE.sub("", text)
     rank: int | None = None
     level: str | None = None

@@ -589,9 +589,10 @@ IPYTHON_FRAME_RE = re.compile(r"^(?:\[?(?P<path>[^\s\[\]()]{1,300}\.py)\]?(?:\([
                               r"(?P<func>\S.{0,200})|File (?P<path8>\S{1,300}\.py):\d{1,7}, in (?P<func8>\S.{0,200})|"
                               r"(?P<cell>Cell In\[\d{1,6}\], line \d{1,7}|<(?:ipython-input-[^>\s]{1,60}|timed exec|string)> "
                               r"in \S.{0,200}))$")
+IPYTHON_ARROW_RE = re.compile(r"^-{1,4}> ?\d{1,7} (?P<code>\S.{0,300})$")
+# … and the types whose name in IPython's header says no more than the frames (read_open_raise)
 GENERIC_EXCEPTIONS = frozenset({"Exception", "Error", "RuntimeError", "ValueError", "TypeError", "OSError", "IOError",
                                 "AssertionError", "AttributeError", "IndexError", "NotImplementedError", "SystemExit"})
-IPYTHON_ARROW_RE = re.compile(r"^-{1,4}> ?\d{1,7} (?P<code>\S.{0,300})$")
 TRACEBACK_BYTES = b"Traceback (most recent call last)"
 MAX_FRAMES = 4
 
