@@ -22,6 +22,14 @@ from msdoctor.engine.catalogue import LinePattern
 AREAS = ("COMM", "MEM", "NUM", "ENV", "PAR", "DATA", "CKPT", "RT", "PERF")
 EXC_RE = re.compile(r"\b(?P<type>[A-Z]\w{0,60}?(?:Error|Exception))\b")
 MAX_LINE = 4096
+# A command's argument vector as Python prints a list (DeepSpeed's launcher: `[ERROR] [launch.py:320:sigkill_handler]
+# ['/opt/conda/bin/python', '-u', 'train.py', '--data_path', '../data/x.json', …] exits with return code = -9`,
+# subprocess's `Command '['cmake', '-DBUILD_X=on', …]' returned non-zero exit status 1`), also a paste's line cut
+# inside it (`gt_len', '1024', '--data_path', …`): its options and paths name the job's inputs, not the fault, so they
+# are no words of an area (round 76: `--data_path` and `_ckpt_path` voted DATA / CKPT on a SIGKILL). A run of three
+# quoted items at least one of which is an option (`'-u'`, `'--model'`); a list of keys or names with no option stays.
+ARGV_RUN_RE = re.compile(r"(?:^[^'\s]{1,80}'|'[^'\n]{0,300}')(?:, ?'[^'\n]{0,300}'){2,}")
+ARGV_OPTION_RE = re.compile(r"'-{1,2}[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -260,8 +268,15 @@ def message(line: str) -> str:
     if rec.grammar == "plain":  # a launcher's or a logger's prefix (`[ts] [pid] [mod] [ERROR] [file.cpp:1] `)
         rec = parse_line(strip_prefixes(line)[0])
     if rec.grammar == "python-exc" and rec.exc_type and "." in rec.exc_type:  # `pyarrow.lib.ArrowInvalid`: its module says
-        return f"{rec.exc_type}: {rec.message.strip()}"
-    return rec.message.strip() or line
+        return _without_argv(f"{rec.exc_type}: {rec.message.strip()}")
+    return _without_argv(rec.message.strip() or line)
+
+
+def _without_argv(text: str) -> str:
+    """``text`` without the argument vectors it quotes (:data:`ARGV_RUN_RE`)."""
+    if "', '" not in text and "','" not in text:
+        return text
+    return ARGV_RUN_RE.sub(lambda m: " " if ARGV_OPTION_RE.search(m.group(0)) else m.group(0), text)
 
 
 def exception_type(text: str) -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from msdoctor.facts.logfamily import AREAS, by_layout, classify, families, parse, scores
+from msdoctor.facts.logfamily import ARGV_RUN_RE, AREAS, by_layout, classify, families, message, parse, scores
 from tests.conftest import run_cli
 from tests.logs.linear import assert_linear, best_time
 
@@ -100,6 +100,29 @@ def test_dataset_words_name_data_and_a_bare_error_abstains() -> None:
     bare = ("RuntimeError: The Inner error is reported as above. The process exits for this inner error, and the "
             "current working operator name is Identity.")  # fmt: skip
     assert classify([bare]) is None
+
+
+# anomalygpt-43-deepspeed-sigkill-return-code-9-host-ram-2023: DeepSpeed's launcher quotes the argument vector of the
+# killed rank, cut over lines by the paste; its `--data_path` and `_ckpt_path` options voted DATA / CKPT
+ARGV_LINES = [
+    "[2023-11-13 16:59:55,650] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/python', '-u', "
+    "'train_mvtec.py', '--local_rank=1', '--model', 'openllama_peft', '--stage', '1', '--imagebind_ckpt_path', ",
+    "gt_len', '1024', '--data_path', '../data/pandagpt4_visual_instruction_data.json', '--image_root_path', "
+    "'../data/images/', '--save_path', './ckpt/train_mvtec/', '--log_path', './ckpt/train_mvtec/log_rest/'",
+]
+
+
+def test_a_quoted_argument_vector_is_no_words_of_an_area() -> None:
+    assert scores(ARGV_LINES) == {}
+    assert message(ARGV_LINES[1]).strip() == ""
+    # a list of keys or values with no option in it is the message's own words
+    keys = "RuntimeError: Missing key(s) in state_dict: 'a.weight', 'b.weight', 'c.bias'."
+    assert message(keys) == keys.split(": ", 1)[1]
+    assert message("ValueError: got '-1', 'x', 'y' as values") == "got '-1', 'x', 'y' as values"
+
+
+def test_an_argument_vector_is_read_in_linear_time() -> None:
+    assert_linear(ARGV_RUN_RE.findall, ("', '", "'-", "a", "'", "', "), "ARGV_RUN_RE")
 
 
 def test_the_block_is_the_line_and_up_to_two_next_error_lines() -> None:
