@@ -186,8 +186,10 @@ PASTE_ERROR_RE = re.compile(r"(?i:(?<![A-Za-z0-9])(?:errors?|fail(?:ed|ure|s)?|f
                             # `has` as a title keeps it: `… no attribute qkv_rmsnorm_rope`,
                             # `X has no SGlang implementation`, `opp_kernels is not installed?`, `… segfaults on …`)
                             r"(?i:\b(?:has )?no attribute\b|\bhas no [\w.-]{1,40} implementation\b|\bnot installed\b|\bseg ?fault(?:s|ed|ing)?\b)|"
-                            # a process's non-zero exit status (`return code: 137`, `exitcode: 1`)
-                            r"(?i:\b(?:exit|return) ?code:? ?-?[1-9][0-9]{0,3}\b)|"
+                            # a process's non-zero exit status (`return code: 137`, `exitcode: 1`), also a Windows
+                            # NTSTATUS as a 32-bit number (`Process finished with exit code -1073741819 (0xC0000005)`,
+                            # `exit code 3221226505`: round 76 b, paddle-lite-10106)
+                            r"(?i:\b(?:exit|return) ?code:? ?-?[1-9](?:[0-9]{0,3}|[0-9]{9})\b)|"
                             # a C / C++ assertion macro's report without an error word (round 68 j: ggml's
                             # `GGML_ASSERT: …/ggml.c:4411: ctx->mem_buffer != NULL`; TORCH_INTERNAL_ASSERT says `failed`)
                             r"\b[A-Z][A-Z0-9]{1,20}_ASSERT(?:_[A-Z]{1,10})?\b")  # fmt: skip

@@ -73,6 +73,8 @@ POSITIVE = [
     ("cjk-failed-word", ["- 问题描述：安装run包时失败，报“set username and usergroup, HwHiAiUser:HwHiAiUser”。"], "set username"),
     # modelarts-trouble-13-0074-…: a non-zero exit status
     ("return-code", ["[Modelarts Service Log]Training end with return code: 137"], "return code: 137"),
+    # paddle-lite-10106 (round 76 b): a Windows NTSTATUS exit code, a 32-bit number (0xC0000005, access violation)
+    ("ntstatus-exit-code", ["Process finished with exit code -1073741819 (0xC0000005)"], "exit code -1073741819"),
     # a linker's, a shell's, a resolver's, a build's, a checkpoint loader's words (fla-npu-323-…, fla-npu-errors-cann-
     # set-env-sh-…, triton-ascend-900-…, ragsdk-faq-faiss-1100-…, anysplat-69-…, cann-docs-venc-create-chn-…)
     ("multiple-definition", ["      OpInterface_7.cpp:(.text+0x0): multiple definition of `op_plugin::npu_chunk_gated_delta"
