@@ -54,6 +54,9 @@ def signature_findings(hits: list[dict[str, Any]]) -> list[Finding]:
         groups = first.get("groups") or {}
         info = _code(groups)
         rank = ranks[0] if len(ranks) == 1 and "launcher" not in per_rank else first.get("prank")
+        faulty = str(groups.get("faulty_rank") or "")
+        if faulty.isdigit():  # the message names the rank at fault (`… waiting for send/recv from rank 0. Please check
+            rank = int(faulty)  # rank 0 logs for faulty rank.`), not the rank whose log holds the line
         hit = Hit(
             message=describe(first, info, f"{h['count']} line(s) {where}"),
             evidence=evidence,
