@@ -538,9 +538,26 @@ def wrap_widths(head: bytes) -> tuple[int | None, int | None]:
     return width, None if width else _weak_width(*got)
 
 
+# A rich console (Python's `rich` tracebacks: frames in a box of `│` lines the console's width) wraps its text lines at
+# a word and drops the space there (`… train_batch_size is not` / `equal to micro_batch_per_gpu …`, round 76 c,
+# starcoder-77): its cut lines are joined with a space, not glued as a terminal's mid-word cut is.
+RICH_BOX = "│".encode()
+
+
+def _word_wrapped(lines: list[bytes], width: int) -> bool:
+    """The width is a rich console's: a line of it is a box line (`│ … │`)."""
+    for ln in lines:
+        t = ln.rstrip(b"\r")
+        if t.startswith(RICH_BOX) and t.endswith(RICH_BOX) and len(t.decode("utf-8", "replace")) == width:
+            return True
+    return False
+
+
 def dewrap(block: bytes, width: int) -> bytes:
-    """Join the lines of ``block`` cut at ``width`` with their continuation lines, keeping the line count."""
+    """Join the lines of ``block`` cut at ``width`` with their continuation lines, keeping the line count (with a
+    space where the width is a rich console's, which wraps at words)."""
     lines = block.split(b"\n")
+    sep = b" " if RICH_BOX in block and _word_wrapped(lines, width) else b""
     out: list[bytes] = []
     i = 0
     while i < len(lines):
@@ -551,7 +568,7 @@ def dewrap(block: bytes, width: int) -> bytes:
                 break
             parts[-1] = parts[-1].rstrip(b"\r")
             parts.append(lines[i + len(parts)])
-        out.append(b"".join(parts))
+        out.append(sep.join(parts))
         out.extend([b""] * (len(parts) - 1))
         i += len(parts)
     return b"\n".join(out)

@@ -313,6 +313,23 @@ def test_records_of_one_length_are_not_taken_for_a_hard_wrap():
     assert wrap_width(head) is None
 
 
+def test_a_rich_consoles_word_wrapped_lines_are_joined_with_a_space():
+    # starcoder-77 (round 76 c): rich's traceback box sets the width (71); its text lines wrap at a word and drop the
+    # space there, so `train_batch_size is not` | `equal to …` is one sentence, not the glued `notequal`
+    from msdoctor.facts.logstate import dewrap, wrap_width
+
+    head = (CORPUS / "starcoder-77-chat-lora-deepspeed-rich-traceback-train-batch-64-not-4x8x1-2023" / "paste.log").read_bytes()
+    width = wrap_width(head)
+    assert width == 71
+    text = dewrap(head, width).decode("utf-8")
+    assert "train_batch_size is not equal to micro_batch_per_gpu" in text
+    assert "world_size 64 != 4 * 8 * 1" in text
+    assert len(text.split("\n")) == len(head.decode("utf-8").split("\n"))  # the line numbers stay the file's
+    # a terminal's cut inside a word is still glued
+    plain = ("x" * 59 + "halMemAl\nloc failed\n") * 3 + "end\n"
+    assert "halMemAlloc failed" in dewrap(plain.encode(), 67).decode()
+
+
 @pytest.mark.parametrize(("case", "rule"), [
     # jax-19971: one long UserWarning line, cut twice at 100 columns (`TPU backe` | `nd initialization …`)
     ("jax-19971-tpu-v4-32-jax-test-stuck-tpu-backend-initialization-taking-more-than-60-seconds-all-tpu-hosts-2024",
