@@ -439,7 +439,16 @@ def run(args: argparse.Namespace) -> int:
     if rc.get("verdict") in ("unrecognised-error", "incomplete-traceback"):
         # an error was read but no rule names it (or its exception line is missing): not a clean bill of health
         return int(ExitCode.FINDINGS)
+    if rc.get("verdict") == "first-error" and _root_warning(rc, findings):
+        # a warning-level rule that heads the verdict as the root cause (a process that died of SIGBUS / SIGKILL,
+        # MEM048 / MEM017: warnings so that the worker's own error outranks them) is still what ended the job
+        return int(ExitCode.FINDINGS)
     return int(exit_code(findings))
+
+
+def _root_warning(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
+    head = next((f for f in findings if f.rule == rc.get("rule")), None)
+    return head is not None and head.severity is Severity.WARNING and head.data.get("role") == "root"
 
 
 def with_benign(rc: dict[str, Any], findings: list[Finding]) -> dict[str, Any]:
