@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from msdoctor.facts.logfamily import ARGV_RUN_RE, AREAS, by_layout, classify, families, message, parse, scores
+from msdoctor.facts.logfamily import AREAS, ARGV_RUN_RE, by_layout, classify, families, message, parse, scores
 from tests.conftest import run_cli
 from tests.logs.linear import assert_linear, best_time
 
