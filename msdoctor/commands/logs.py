@@ -271,6 +271,11 @@ def _area(rule: str | None) -> str:
     return r.area if r is not None else ""
 
 
+def _headline_finding(rc: Mapping[str, Any], findings: list[Finding]) -> Finding | None:
+    """The finding of the rule that heads the verdict ``rc``, or None."""
+    return next((f for f in findings if f.rule == rc.get("rule")), None)
+
+
 def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
     """The verdict is a first-error headline that is a consequence of something else (or a warning that is not
     a root cause, or an error rule's line that its own program logged at WARNING level): an error no rule knows,
@@ -278,7 +283,7 @@ def _weak_headline(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
     overflow) keeps the headline: what fails after it may follow from it."""
     if rc.get("verdict") != "first-error":
         return False
-    head = next((f for f in findings if f.rule == rc.get("rule")), None)
+    head = _headline_finding(rc, findings)
     if head is None:
         return False
     role = head.data.get("role")
@@ -292,7 +297,7 @@ def _consequence_after_unknown(rc: Mapping[str, Any], findings: list[Finding], f
     other rule read an error or a warning; else None. That is a consequence whose first line comes after the
     exception's, or a warning that heads only alone (``role = "info"``: a loopback transfer-engine host, a slow
     64-bit operator) wherever it is printed. (A root warning keeps the headline: what fails after it may follow.)"""
-    head = next((f for f in findings if f.rule == rc.get("rule")), None)
+    head = _headline_finding(rc, findings)
     if head is None or not head.evidence or not facts.is_known("logs.ranks"):
         return None
     role = head.data.get("role")
@@ -447,7 +452,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _root_warning(rc: Mapping[str, Any], findings: list[Finding]) -> bool:
-    head = next((f for f in findings if f.rule == rc.get("rule")), None)
+    head = _headline_finding(rc, findings)
     return head is not None and head.severity is Severity.WARNING and head.data.get("role") == "root"
 
 
