@@ -30,7 +30,7 @@ from typing import Any
 
 from msdoctor.cache import JsonCache
 from msdoctor.engine.facts import Facts
-from msdoctor.engine.model import Hit, Severity
+from msdoctor.engine.model import Hit, Severity, id_key
 from msdoctor.errors import CatalogueError
 
 AREAS: dict[str, str] = {
@@ -46,7 +46,8 @@ AREAS: dict[str, str] = {
 }
 SOURCES = ("log", "env", "ranktable", "run", "profile", "checkpoint", "config")
 ROLES = ("root", "consequence", "progress", "info")
-ID_RE = re.compile(r"^(ENV|RT|COMM|PAR|MEM|NUM|DATA|CKPT|PERF)\d{3}$")
+# Three digits, then four from 1000 once an area has issued all of 001–999 (ENV in round 77); never a leading zero past three.
+ID_RE = re.compile(r"^(ENV|RT|COMM|PAR|MEM|NUM|DATA|CKPT|PERF)(?:\d{3}|[1-9]\d{3})$")
 TEXT_FIELDS = ("title", "detects", "cause", "confirm", "fix", "example")
 CHECK_RE = re.compile(r"^[a-z_]+\.[a-z_][a-z0-9_]*$")
 # The groups `msdoctor preflight` prints one line for, in order (their titles live with the collectors).
@@ -282,7 +283,7 @@ def parse_document(text: str, path: str, area_dir: str | None = None, docs: Json
             docs.put(key, doc)
     rid = _field(doc, "id", path)
     if not ID_RE.match(rid):
-        raise CatalogueError(f"{path}: field 'id' {rid!r} is not AREA+3 digits (e.g. COMM001)")
+        raise CatalogueError(f"{path}: field 'id' {rid!r} is not AREA + 3 digits, or 4 from 1000 (e.g. COMM001, ENV1000)")
     area = _field(doc, "area", path)
     if area not in AREAS or not rid.startswith(area):
         raise CatalogueError(f"{path}: field 'area' {area!r} must be one of {sorted(AREAS)} and prefix the id")
@@ -520,13 +521,13 @@ class Catalogue:
 
     @property
     def tombstones(self) -> list[Tombstone]:
-        return sorted(self._tombstones.values(), key=lambda t: t.id)
+        return sorted(self._tombstones.values(), key=lambda t: id_key(t.id))
 
     def retired(self, rid: str) -> Tombstone | None:
         return self._tombstones.get(rid.upper())
 
     def __iter__(self) -> Iterator[Rule]:
-        return iter(sorted(self._rules.values(), key=lambda r: r.id))
+        return iter(sorted(self._rules.values(), key=lambda r: id_key(r.id)))
 
     def __len__(self) -> int:
         return len(self._rules)

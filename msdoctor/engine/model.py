@@ -148,8 +148,14 @@ class NotEvaluated:
         return {"rule": self.rule, "reason": self.reason}
 
 
+def id_key(rid: str) -> tuple[str, int]:
+    """A rule id's order: by area, then by number, so that ENV1000 follows ENV999 (string order puts it after ENV100)."""
+    digits = len(rid) - len(rid.rstrip("0123456789"))
+    return (rid[: len(rid) - digits], int(rid[len(rid) - digits :] or -1))
+
+
 def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(
         findings,
-        key=lambda f: (f.severity.rank_order, f.rule, -1 if f.rank is None else f.rank, f.step or 0),
+        key=lambda f: (f.severity.rank_order, id_key(f.rule), -1 if f.rank is None else f.rank, f.step or 0),
     )

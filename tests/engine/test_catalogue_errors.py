@@ -36,6 +36,8 @@ def test_good_rule_parses():
         (lambda s: s.replace('severity = "error"', 'severity = "fatal"'), "severity"),
         (lambda s: s.replace('fix = "how to fix it"\n', ""), "fix"),
         (lambda s: s.replace('id = "COMM999"', 'id = "comm9"'), "id"),
+        (lambda s: s.replace('id = "COMM999"', 'id = "COMM0999"'), "id"),
+        (lambda s: s.replace('id = "COMM999"', 'id = "COMM10000"'), "id"),
         (lambda s: s.replace('area = "COMM"', 'area = "NET"'), "area"),
         (lambda s: 'bogus = 1\n' + s, "bogus"),
         (lambda s: 'check = "env.x"\n' + s, "check"),
@@ -49,6 +51,14 @@ def test_malformed_rule_names_path_and_field(mutate, field):
     with pytest.raises(CatalogueError) as err:
         parse_rule(mutate(GOOD), "rules/comm/COMM999.toml")
     assert "rules/comm/COMM999.toml" in str(err.value) and field in str(err.value)
+
+
+def test_a_four_digit_id_parses_and_follows_999(tmp_path):
+    """ENV issued all of 001–999 by round 77: the next ids have four digits, ordered by number, not as strings."""
+    (tmp_path / "comm").mkdir()
+    for rid in ("COMM999", "COMM1000", "COMM100", "COMM101"):
+        (tmp_path / "comm" / f"{rid}.toml").write_text(GOOD.replace("COMM999", rid))
+    assert [r.id for r in load_from(tmp_path)] == ["COMM100", "COMM101", "COMM999", "COMM1000"]
 
 
 def test_bad_file_in_catalogue_folder(tmp_path):

@@ -20,7 +20,7 @@ def _ruleid_lines() -> list[tuple[str, str]]:
     for path in sorted(FIXTURES.glob("*.log")):
         pending = None
         for line in path.read_text(encoding="utf-8").splitlines():
-            m = re.match(r"^#\s*ruleid:\s*([A-Z]+\d{3})\s*$", line)
+            m = re.match(r"^#\s*ruleid:\s*([A-Z]+\d{3,4})\s*$", line)
             if m:
                 pending = m.group(1)
                 continue

@@ -15,7 +15,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CATALOGUE = load_catalogue()
 SIG_RULES = CATALOGUE.select(kind="signature")
 CHECK_RULES = CATALOGUE.select(kind="check")
-MARK = re.compile(r"^#\s*(ruleid|ok):\s*([A-Z]+\d{3})\s*$")
+MARK = re.compile(r"^#\s*(ruleid|ok):\s*([A-Z]+\d{3,4})\s*$")
 
 
 def parse_cases(path: Path) -> list[tuple[str, str, int, str]]:

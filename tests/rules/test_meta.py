@@ -123,7 +123,7 @@ def test_retired_ids_are_never_reused() -> None:
     added = _git("log", "--format=", "--name-only", "--diff-filter=A", "--", "rules")
     if added is None:
         pytest.skip("not a git checkout: the rule history is not available")
-    ever = {Path(p).stem for p in added.split() if re.fullmatch(r"rules/\w+/[A-Z]+\d{3}\.toml", p)}
+    ever = {Path(p).stem for p in added.split() if re.fullmatch(r"rules/\w+/[A-Z]+\d{3,4}\.toml", p)}
     ever_retired: set[str] = set()
     for commit in (_git("log", "--format=%H", "-G", '^status = "retired"', "--", "rules") or "").split():
         for path in (_git("show", "--format=", "--name-only", commit, "--", "rules") or "").split():

@@ -15,7 +15,7 @@ from msdoctor.engine.catalogue import load_catalogue
 ROOT = Path(__file__).resolve().parents[2]
 BLIND = ROOT / "tests" / "realworld" / "blind"
 RULES = [r for r in load_catalogue() if r.other_causes]
-SCORE_RE = re.compile(r"^(found|partial|misleading) +\S+ +[A-Z]+ +headline=([A-Z]+\d{3}) ", re.M)
+SCORE_RE = re.compile(r"^(found|partial|misleading) +\S+ +[A-Z]+ +headline=([A-Z]+\d{3,4}) ", re.M)
 
 
 def blind_headlines(first: int, last: int, rule: str) -> tuple[int, int]:
