@@ -30,6 +30,13 @@ MAX_LINE = 4096
 # quoted items at least one of which is an option (`'-u'`, `'--model'`); a list of keys or names with no option stays.
 ARGV_RUN_RE = re.compile(r"(?:^[^'\s]{1,80}'|'[^'\n]{0,300}')(?:, ?'[^'\n]{0,300}'){2,}")
 ARGV_OPTION_RE = re.compile(r"'-{1,2}[A-Za-z]")
+# Ray names the task or actor method that raised, with its process: `RayTaskError(DeferredCudaCallError):
+# ray::_RayTrainWorker__execute.get_next() (pid=10481, ip=10.5.166.177, actor_id=…, repr=<ray.train._internal.…>)`.
+# The process parenthesis (pid, ip, node and actor ids, the actor's repr) and Ray Train's own wrapper method
+# (`_RayTrainWorker__execute.get_next`) are no words of an area: `get_next` voted DATA on a CUDA lazy-init failure
+# (round 77 f, ray-39672). A framework's or the user's method (`LLMRayActor.init_process_group`, `ReadParquet`,
+# `CheckpointEngineWorker.update_weights`) names the phase that failed and stays.
+RAY_TASK_RE = re.compile(r"\bray::_RayTrainWorker__execute\.get_next\(\)|(?<=\(\)) \(pid=\d{1,10}, ip=[^\n]{0,600}\)$")
 
 
 @dataclass(frozen=True)
@@ -273,7 +280,9 @@ def message(line: str) -> str:
 
 
 def _without_argv(text: str) -> str:
-    """``text`` without the argument vectors it quotes (:data:`ARGV_RUN_RE`)."""
+    """``text`` without the argument vectors it quotes (:data:`ARGV_RUN_RE`) and Ray's task names (:data:`RAY_TASK_RE`)."""
+    if "ray::" in text:
+        text = RAY_TASK_RE.sub(" ", text)
     if "', '" not in text and "','" not in text:
         return text
     return ARGV_RUN_RE.sub(lambda m: " " if ARGV_OPTION_RE.search(m.group(0)) else m.group(0), text)

@@ -10,7 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from msdoctor.facts.logfamily import AREAS, ARGV_RUN_RE, by_layout, classify, families, message, parse, scores
+from msdoctor.facts.logfamily import (
+    AREAS,
+    ARGV_RUN_RE,
+    RAY_TASK_RE,
+    by_layout,
+    classify,
+    families,
+    message,
+    parse,
+    scores,
+)
 from tests.conftest import run_cli
 from tests.logs.linear import assert_linear, best_time
 
@@ -122,6 +132,24 @@ def test_a_quoted_argument_vector_is_no_words_of_an_area() -> None:
     keys = "RuntimeError: Missing key(s) in state_dict: 'a.weight', 'b.weight', 'c.bias'."
     assert message(keys) == keys.split(": ", 1)[1]
     assert message("ValueError: got '-1', 'x', 'y' as values") == "got '-1', 'x', 'y' as values"
+
+
+# ray-39672-tune-torchtrainer-slurm-2080ti-raytaskerror-deferredcudacallerror-check-capability-2023 (round 77 f): Ray
+# Train's wrapper method `get_next` voted DATA on a CUDA lazy-init failure
+RAY_LINE = (
+    "ray.exceptions.RayTaskError(DeferredCudaCallError): ray::_RayTrainWorker__execute.get_next() (pid=10481, "
+    "ip=10.5.166.177, actor_id=051b2da48eb0dbfbdbc6f0a701000000, repr=<ray.train._internal.worker_group.RayTrainWorker "
+    "object at 0x7ef05023b460>)"
+)
+
+
+def test_rays_wrapper_method_and_process_are_no_words_of_an_area() -> None:
+    assert classify([RAY_LINE]) is None
+    assert "get_next" not in message(RAY_LINE) and "pid=" not in message(RAY_LINE)
+    # a framework's own method names the phase that failed and stays
+    user = "ray.exceptions.RayTaskError(RuntimeError): ray::LLMRayActor.init_process_group() (pid=7, ip=10.0.0.1)"
+    assert "init_process_group" in message(user) and "pid=" not in message(user)
+    assert_linear(RAY_TASK_RE.findall, ("ray::", "() (pid=1, ip=", "(", ")", "x"), "RAY_TASK_RE")
 
 
 def test_an_argument_vector_is_read_in_linear_time() -> None:
