@@ -268,9 +268,9 @@ def families() -> Families:
 
 def message(line: str) -> str:
     """The message of a log line, without its level/pid/time/source-file prefix (a path is no evidence)."""
-    from msdoctor.facts.logformats import parse_line, strip_prefixes
+    from msdoctor.facts.logformats import IPYTHON_HEADER_NOTE, parse_line, strip_prefixes
 
-    line = line[:MAX_LINE]
+    line = line[:MAX_LINE].replace(IPYTHON_HEADER_NOTE, "")  # msdoctor's own note is no word of the log (tensorflow-59890)
     rec = parse_line(line)
     if rec.grammar == "plain":  # a launcher's or a logger's prefix (`[ts] [pid] [mod] [ERROR] [file.cpp:1] `)
         rec = parse_line(strip_prefixes(line)[0])

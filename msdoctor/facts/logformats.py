@@ -60,6 +60,9 @@ PY_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrup
 # recent call last)`): a notebook paste cut before its exception line still says what was raised (rfdiffusion#209)
 TRACEBACK_RE = re.compile(r"^(?:Traceback \(most recent call last\):|(?P<ipy>[A-Za-z_][\w.]{0,80}(?:Error|Exception|"
                           r"Interrupt|Exit))\s{2,}Traceback \(most recent call last\)\s*$)")
+# The error event a header names when the paste ends before the exception line: the type, this note, then the innermost
+# frame's source line. The note is msdoctor's, not the log's: the fallbacks read the type and the code only.
+IPYTHON_HEADER_NOTE = ", named by IPython's traceback header (the paste ends before its message)"
 # A C++ process that aborts on an exception (MindIE, ATB, torch_npu's C++ side): the exception's class.
 # Its `  what():  message` line (the exception's message) is joined to it by the scanner (`… 'c10::Error'  what():
 # message`): the record's message is then the what() text.

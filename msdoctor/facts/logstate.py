@@ -21,6 +21,7 @@ from msdoctor.facts.logformats import (
     CPP_TERMINATE_RE,
     CPP_WHAT_RE,
     FLAT_MIN,
+    IPYTHON_HEADER_NOTE,
     MSRUN_WORKER_RE,
     SCHED_NODE_RE,
     TS_RE,
@@ -709,7 +710,7 @@ def read_open_raise(st: _FileState, spec: ScanSpec) -> None:
         if st.open_tb_type is not None and st.open_tb_type.rsplit(".", 1)[-1] not in GENERIC_EXCEPTIONS:
             # IPython's header named the exception: the error, at the header's line (a built-in generic type says no
             # more than the cut traceback: its frames are read as one, and a title beside it still reads)
-            text = f"{st.open_tb_type}, named by IPython's traceback header (the paste ends before its message)"
+            text = f"{st.open_tb_type}{IPYTHON_HEADER_NOTE}"
             st.add_anomaly(_event(None, "unclassified", "error", st.open_tb_line or 0,
                                   text + (f" at `{code}`" if code else ""), None, None, exc_type=st.open_tb_type,
                                   frames=list(st.open_frames) or None))  # fmt: skip

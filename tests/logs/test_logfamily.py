@@ -152,6 +152,15 @@ def test_rays_wrapper_method_and_process_are_no_words_of_an_area() -> None:
     assert_linear(RAY_TASK_RE.findall, ("ray::", "() (pid=1, ip=", "(", ")", "x"), "RAY_TASK_RE")
 
 
+def test_msdoctors_note_on_a_header_named_exception_is_no_word_of_the_log() -> None:
+    # tensorflow-59890 (holdout): a notebook paste cut after IPython's `UnknownError   Traceback` header; the words of
+    # msdoctor's own note (`traceback`, `paste`, `its message`) voted DATA
+    from msdoctor.facts.logformats import IPYTHON_HEADER_NOTE
+
+    text = message(f"UnknownError{IPYTHON_HEADER_NOTE} at `total_loss += distributed_train_step(x)`")
+    assert "paste" not in text and "IPython" not in text and "distributed_train_step" in text
+
+
 def test_an_argument_vector_is_read_in_linear_time() -> None:
     assert_linear(ARGV_RUN_RE.findall, ("', '", "'-", "a", "'", "', "), "ARGV_RUN_RE")
 
