@@ -95,7 +95,7 @@ def test_a_layout_in_a_failing_frame_counts() -> None:
 
 def test_the_shipped_twins() -> None:
     twins = load_catalogue().twins()
-    assert twins == {"PAR001": "NUM096", "PAR010": "NUM098", "PAR030": "NUM701"}
+    assert twins == {"PAR001": "NUM096", "PAR010": "NUM098", "PAR030": "NUM701", "PAR013": "NUM180"}
     for of, twin in twins.items():
         r = load_catalogue().get(twin)
         assert r is not None and r.kind == "twin" and r.area == "NUM" and r.twin_of == of
