@@ -694,7 +694,12 @@ def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
             msg = (f"a weak guess, not a diagnosis: the traceback at {tb.get('file')}:{tb.get('line')} ends without "
                    f"its exception line, inside {area} code: `{said}` (the call it stopped in; the exception "
                    f"type and message, not pasted, say what failed)")  # fmt: skip
-            yield Hit(message=msg, evidence=(Evidence(text=said, file=tb.get("file"), line=tb.get("last_frame_line")),),
+            if tb.get("dump"):
+                msg = (f"a weak guess, not a diagnosis: the stack dump ({tb['dump']}) at {tb.get('file')}:"
+                       f"{tb.get('line')} shows a process waiting inside {area} code: `{said}` (where it waits, "
+                       f"not why)")  # fmt: skip
+            at = int(tb["line"]) + 1 if tb.get("dump") and tb.get("line") is not None else tb.get("last_frame_line")
+            yield Hit(message=msg, evidence=(Evidence(text=said, file=tb.get("file"), line=at),),
                       rank=None, step=None, data={"guess": {"area": area, "probability": None, "words": [said],
                                                             "runner_up": None, "from": "cut traceback"}})  # fmt: skip
         return
@@ -798,10 +803,20 @@ def incomplete_traceback(tb: Mapping[str, Any]) -> dict[str, Any]:
     frames = [str(p) for p in tb.get("frames") or []]
     calls = [str(c) for c in tb.get("calls") or []]
     where = f"{tb.get('file')}:{tb.get('line')}"
+    hint = frames_hint(frames, calls, str(tb.get("code") or ""))
+    if tb.get("dump"):  # a stack dump of a waiting process (py-spy, faulthandler) and no error line: a hang report
+        reason = (f"a stack dump ({tb['dump']}) at {where} and no error line: the process was waiting, not failing; "
+                  f"its thread's innermost frame is `{calls[-1] if calls else '?'}` in `{frames[-1] if frames else '?'}`"
+                  f" — where it waits, not why (dump every rank: the one that waits elsewhere, or is missing, is "
+                  f"the one to read)")  # fmt: skip
+        if hint is not None:
+            reason += f". Those frames are in {hint[0]} code (`{hint[1]}`): a hint where to look, not a cause"
+        return {"rank": None, "rule": None, "verdict": "stack-dump", "reason": reason, "frames": frames,
+                "evidence": [{"text": f"Stack dump ({tb['dump']}; {len(frames)} innermost frame(s) of the waiting "
+                                      f"thread kept)", "file": tb.get("file"), "line": tb.get("line")}]}  # fmt: skip
     reason = (f"not diagnosable: the traceback at {where} ends without its exception line (the text stops inside "
               f"its frames, at line {tb.get('last_frame_line')}); paste the lines after the last frame — the "
               f"exception type and message say what failed")  # fmt: skip
-    hint = frames_hint(frames, calls, str(tb.get("code") or ""))
     if hint is not None:
         reason += (f". Its innermost frames are in {hint[0]} code (`{hint[1]}`): a hint where to look, "
                    f"not a cause")  # fmt: skip

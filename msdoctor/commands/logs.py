@@ -424,7 +424,7 @@ def run(args: argparse.Namespace) -> int:
     first = first_observed_failure(facts)
     if first is not None:  # torchrun's failure summary: the culprit rank and how it ended (a signal)
         rc = with_first_failure(rc, first, KILL_RULE)
-    if rc.get("rule") is None and rc.get("verdict") not in ("unrecognised-error", "incomplete-traceback"):
+    if rc.get("rule") is None and rc.get("verdict") not in ("unrecognised-error", "incomplete-traceback", "stack-dump"):
         rc = with_benign(rc, findings)
     if rc.get("rule") and rc.get("message"):
         # a message whose cause the threads often found elsewhere (a kernel code whose op package was older than
@@ -441,7 +441,7 @@ def run(args: argparse.Namespace) -> int:
                                 skipped=scan.skipped, files=facts.get_known("logs.files") or []))  # fmt: skip
     else:
         _render(findings, ev.not_evaluated, rc, rows, scan, args.verbose, cov)
-    if rc.get("verdict") in ("unrecognised-error", "incomplete-traceback"):
+    if rc.get("verdict") in ("unrecognised-error", "incomplete-traceback", "stack-dump"):
         # an error was read but no rule names it (or its exception line is missing): not a clean bill of health
         return int(ExitCode.FINDINGS)
     if rc.get("verdict") == "first-error" and _root_warning(rc, findings):
@@ -510,7 +510,8 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
             text = " ".join(str(rc["other_causes"]).split())
             out.print(f"  when it is not that: {escape(text if verbose else text[:400] + ('…' if len(text) > 400 else ''))}")
     else:
-        what = {"unrecognised-error": "unrecognised error", "incomplete-traceback": "incomplete traceback"}.get(
+        what = {"unrecognised-error": "unrecognised error", "incomplete-traceback": "incomplete traceback",
+                "stack-dump": "a stack dump, no error"}.get(
             str(rc.get("verdict")), "not determined")
         out.print(f"[bold]Root cause:[/] {what} — {escape(str(rc.get('reason')))}")
     shown = rows if verbose else _interesting(rows, rc.get("rank"))
@@ -527,7 +528,8 @@ def _render(findings: list[Finding], not_evaluated: list[Any], rc: Mapping[str, 
         # not a clean bill of health: say what was read, that no error was found (or that the error found is
         # one no rule knows), and what cannot be judged
         head = {"unrecognised-error": "[bold]No rule recognises the error above[/] (no cause named)",
-                "incomplete-traceback": "[bold]A traceback without its exception line[/] (no cause named)"}.get(
+                "incomplete-traceback": "[bold]A traceback without its exception line[/] (no cause named)",
+                "stack-dump": "[bold]A stack dump of a waiting process[/] (no cause named)"}.get(
             # the scan reads the lines a rule or an error marker points at: a warning no rule knows is not read,
             # so the claim is about errors and known warnings only (vllm-ascend#5949's c10d `… has timed out, will
             # retry.` warnings, with the rule that knows them off, were called "no error or warning")

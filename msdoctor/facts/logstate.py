@@ -90,6 +90,10 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     # torchrun's failure summary (ELASTIC_* below): its section headers and its rows as torch pads their names
     r"Root Cause \(first observed failure\):", r"Failures:\r?$",
     r"  (?:time {6}|host {6}|rank {6}|exitcode {2}|error_file|traceback ): ",
+    # a stack dump of a waiting process (DUMP_THREAD_RE below): py-spy's thread header and Python frames,
+    # faulthandler's thread header (its frames are `File "…", line N in f`, read above) and its time-out line
+    r"^Thread (?:0x[0-9A-Fa-f]{1,16}|[0-9]{1,10}) \([a-z+ ]{1,30}\)", r"[Tt]hread 0x[0-9A-Fa-f]{1,16} \(most recent call first\)",
+    r"^ {2,8}[^ ()][^()\n]{0,200} \([^()\n]{1,300}\.py:[0-9]{1,7}\) *\r?$", r"^Timeout \([0-9]{1,4}:[0-9][0-9]:[0-9][0-9]",
 )  # fmt: skip
 
 GENERIC_MARKERS = tuple(p.encode("ascii") for p in GENERIC_MARKER_PATTERNS)
@@ -381,6 +385,13 @@ class _FileState:
         # … and where to read the source line printed under the innermost frame (the call that raised): read once,
         # at the end, only for a traceback left open (like a progress line's deferred time stamp)
         self.open_code_at: Callable[[], str] | None = None
+        # … or, where the frames are a stack dump's (py-spy, faulthandler), its kind, whether the thread block being
+        # read is the one kept (py-spy's MainThread, faulthandler's current or last thread), and the last line of it
+        self.open_dump: str | None = None
+        self.in_dump: str | None = None  # the kind of the dump whose thread block is being read (kept or not)
+        self.dump_keep = False
+        self.dump_current = False  # faulthandler's `Current thread` block was kept: a later block does not replace it
+        self.dump_line = -10
         self.last_frame_line = -1
         self.last_error_line = -1  # the last line recorded as an error (a rule's or an unclassified one)
         self.joined_line = -1  # a line already read as part of the line above it (a C++ exception's `what():`)
@@ -604,6 +615,16 @@ TsLookup = Callable[[], tuple[float | None, str | None]]
 FramesLookup = Callable[[], list[str]]
 FRAME_RE = re.compile(rb'File "([^"\n]{1,300})", line \d+')
 FRAME_LINE_RE = re.compile(r'^File "([^"\n]{1,300})", line \d+(?:, in (\S.{0,200}))?$')
+# A stack dump of a process that is waiting (a hang report, round 77 d): py-spy's `Thread 46930 (idle): "MainThread"`
+# (`Thread 0x7F… (active+gil): "MainThread"` with --native) then its frames innermost first, `    wait
+# (torch/utils/file_baton.py:42)`; faulthandler's `Thread 0x00007f… (most recent call first):` (`Current thread …`
+# for the thread that caught the signal) then `  File "…/x.py", line 42 in wait`, innermost first too. Read as a
+# traceback without its exception line: the kept thread's innermost frames say where it waits.
+DUMP_THREAD_RE = re.compile(r'^(?:Thread (?:0x[0-9A-Fa-f]{1,16}|\d{1,10}) \((?P<state>[\w+ ]{1,30})\)(?:: "(?P<name>[^"\n]{0,80})")?'
+                            r"|(?P<current>Current )?[Tt]hread 0x[0-9A-Fa-f]{1,16} \(most recent call first\):?)\s*$")
+PYSPY_FRAME_RE = re.compile(r"^\s{0,8}(?P<func>[^\s()][^()\n]{0,200}?) \((?P<path>[^()\n]{1,300}?)(?::(?P<line>\d{1,7}))?\)\s*$")
+FAULTHANDLER_TIMEOUT_RE = re.compile(r"^Timeout \(\d{1,4}:\d\d:\d\d(?:\.\d{1,6})?\)!\s*$")
+FAULTHANDLER_FRAME_RE = re.compile(r'^\s{0,4}File "(?P<path>[^"\n]{1,300})", line (?P<line>\d{1,7}) in (?P<func>\S.{0,200})$')
 # IPython's frame lines (read only inside a traceback IPython's header opened) and its arrow at the raising line
 IPYTHON_FRAME_RE = re.compile(r"^(?:\[?(?P<path>[^\s\[\]()]{1,300}\.py)\]?(?:\([^)\s]{0,600}\))?(?::\d{1,7},)? in "
                               r"(?P<func>\S.{0,200})|File (?P<path8>\S{1,300}\.py):\d{1,7}, in (?P<func8>\S.{0,200})|"
@@ -1026,7 +1047,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if rec.grammar == "traceback":
         st.last_traceback = lineno
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], lineno, [], None
-        st.open_tb_type = rec.exc_type
+        st.open_tb_type, st.open_dump = rec.exc_type, None
         return
     if rec.grammar == "plain" and st.open_tb_type is not None and st.open_tb_line is not None:
         im = IPYTHON_FRAME_RE.match(text)
@@ -1044,6 +1065,8 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             st.open_code_at = lambda: code
             st.last_frame_line = lineno
             return
+    if rec.grammar == "plain" and _read_dump(st, text, lineno):
+        return
     if rec.grammar == "plain":
         fm = FRAME_LINE_RE.match(text)
         if fm is not None:  # a traceback frame (`File "…/x.py", line 12, in f`): where the exception was raised
@@ -1073,7 +1096,7 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         st.exceptions.append(exc)
         open_frames = st.open_frames
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], None, [], None  # the exception closes it
-        st.open_tb_type = None
+        st.open_tb_type, st.open_dump = None, None
         if not classified:
             body = rec.message.strip() or _banner_body(banner)
             frames = list(open_frames) or (frames_lookup() if frames_lookup is not None and exc["after_traceback"] else None)
@@ -1236,6 +1259,42 @@ def _source_under(next_line: Callable[[], str] | None) -> str:
     return nxt[:200]
 
 
+def _read_dump(st: _FileState, text: str, lineno: int) -> bool:
+    """A stack dump's thread header or frame (:data:`DUMP_THREAD_RE`): the kept thread's frames become the open
+    traceback's, outermost first; True when the line was one (faulthandler's `Timeout (0:30:00)!` too: the
+    dump_traceback_later header of a hang report, not an error; and a py-spy-shaped frame outside a dump, which the
+    generic markers brought in: a stack print's frame is not an error line)."""
+    if FAULTHANDLER_TIMEOUT_RE.match(text):
+        st.recognised += 1
+        return True
+    hm = DUMP_THREAD_RE.match(text)
+    if hm is not None:
+        kind = "py-spy" if hm["state"] is not None else "faulthandler"
+        if kind == "py-spy":  # the main thread; a dump without names: its first thread
+            keep = hm["name"] == "MainThread" or (hm["name"] is None and st.open_dump != kind)
+        else:  # the thread that caught the signal, else the last one listed (the main thread: threads newest first)
+            keep = not (st.open_dump == kind and st.dump_current)
+        if keep:
+            st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], lineno, [], None
+            st.open_tb_type, st.open_dump, st.dump_current = None, kind, bool(hm["current"])
+        st.in_dump, st.dump_keep, st.dump_line = kind, keep, lineno
+        st.recognised += 1
+        return True
+    in_dump = st.in_dump is not None and st.dump_line == lineno - 1
+    fm = (FAULTHANDLER_FRAME_RE if in_dump and st.in_dump == "faulthandler" else PYSPY_FRAME_RE).match(text)
+    if fm is None:
+        return False
+    if not in_dump:  # a frame-shaped line with no dump header above it
+        return fm.re is PYSPY_FRAME_RE and fm["line"] is not None and fm["path"].endswith(".py")
+    st.recognised += 1
+    st.dump_line = st.last_frame_line = lineno
+    path = fm["path"].strip()
+    if st.dump_keep and len(st.open_frames) < MAX_FRAMES and (fm["line"] is not None or path.endswith(".py")):
+        st.open_frames.insert(0, path)  # innermost first in the dump: the outer frames go in front
+        st.open_calls.insert(0, fm["func"].strip()[:80])
+    return True
+
+
 def _open_traceback(st: _FileState) -> dict[str, Any] | None:
     """A traceback whose exception line is missing (the paste ends inside its frames, and no error line follows
     them): where it starts and its innermost frames; None when every traceback ended in its exception."""
@@ -1243,7 +1302,8 @@ def _open_traceback(st: _FileState) -> dict[str, Any] | None:
         return None
     return {"line": st.open_tb_line, "last_frame_line": st.last_frame_line, "frames": list(st.open_frames),
             "calls": list(st.open_calls), "code": _source_under(st.open_code_at),
-            "after_exception": bool(st.exceptions)}  # vLLM prints the error, then its traceback: an echo
+            "after_exception": bool(st.exceptions) and st.open_dump is None,  # vLLM prints the error, then its traceback: an echo
+            "dump": st.open_dump}
 
 
 def _summary(st: _FileState, head: bytes, size: int, lines: int) -> dict[str, Any]:

@@ -46,6 +46,11 @@ EDGE_LINES = [
     b'  File "/x/train.py", line 12, in main',
     b"[E614 19:45:30.602900611 ProcessGroupNCCL.cpp:1] x",
     b"Cluster is successfully initialized.",
+    # a stack dump (py-spy's header and frame, faulthandler's header and time-out line)
+    b'Thread 46930 (idle): "MainThread"',
+    b"    wait (torch/utils/file_baton.py:42)",
+    b"Thread 0x00007f2c3d4f1740 (most recent call first):",
+    b"Timeout (0:30:00)!",
 ]
 
 
@@ -198,7 +203,7 @@ def test_generic_markers_select_the_same_lines_in_both_engines(tmp_path):
         if py != gr:
             differ[str(f)] = (sorted(py - gr)[:5], sorted(gr - py)[:5])
     assert not differ, differ
-    assert _python_lines(edge.read_bytes()) == {1, 3, 4, 5, 6, 7, 8, 9}
+    assert _python_lines(edge.read_bytes()) == {1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
 
 
 # -- one tie-break for the most specific line of a fault ------------------------------------------------------

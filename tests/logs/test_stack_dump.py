@@ -1,0 +1,76 @@
+"""A stack dump of a waiting process (py-spy, faulthandler) with no error line is a hang report: the verdict says
+so, names the waiting thread's innermost frame, and its frames give the area hint; it is never a clean bill of
+health, and an error line anywhere still heads (round 77 d: hang threads paste py-spy dumps, which were read as
+nothing at all)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+PYSPY = """Process 12345: python train.py
+Python v3.10.12 (/usr/bin/python3.10)
+
+Thread 12400 (idle): "Thread-1"
+    wait (threading.py:324)
+    run (tqdm/_monitor.py:60)
+Thread 12345 (idle): "MainThread"
+    barrier (torch/distributed/distributed_c10d.py:3696)
+    wrapper (torch/distributed/c10d_logger.py:79)
+    main (train.py:88)
+    <module> (train.py:120)
+"""
+
+# faulthandler.dump_traceback_later: threads newest first, the main thread last
+FAULTHANDLER = """Timeout (0:30:00)!
+Thread 0x00007f2c1bfff700 (most recent call first):
+  File "/usr/lib/python3.10/threading.py", line 324 in wait
+  File "/usr/lib/python3.10/threading.py", line 607 in wait
+Thread 0x00007f2c3d4f1740 (most recent call first):
+  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1133 in _try_get_data
+  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1294 in _get_data
+  File "/work/train.py", line 55 in train
+  File "/work/train.py", line 99 in <module>
+"""
+
+
+def _logs(tmp_path: Path, text: str) -> tuple[int, dict]:
+    log = tmp_path / "paste.log"
+    log.write_text(text)
+    res = run_cli("logs", "--json", str(log))
+    return res.rc, json.loads(res.out)
+
+
+def _guesses(payload: dict) -> list[tuple[str, str]]:
+    return [(f["rule"], f["evidence"][0]["text"]) for f in payload["findings"] if f["rule"].endswith("097")]
+
+
+def test_a_py_spy_dump_is_a_hang_report_of_its_main_thread(tmp_path: Path) -> None:
+    rc, out = _logs(tmp_path, PYSPY)
+    rc_ = out["root_cause"]
+    assert rc == 1 and rc_["verdict"] == "stack-dump", rc_
+    assert "`barrier` in `torch/distributed/distributed_c10d.py`" in rc_["reason"]  # MainThread, not Thread-1
+    assert rc_["frames"][-1] == "torch/distributed/distributed_c10d.py" and len(rc_["frames"]) == 4
+    assert _guesses(out) == [("COMM097", "barrier(")]
+
+
+def test_a_faulthandler_timeout_dump_keeps_the_last_thread_and_is_no_error(tmp_path: Path) -> None:
+    rc, out = _logs(tmp_path, FAULTHANDLER)
+    rc_ = out["root_cause"]
+    assert rc == 1 and rc_["verdict"] == "stack-dump", rc_  # `Timeout (0:30:00)!` is the dump's header, not an error
+    assert "`_try_get_data`" in rc_["reason"] and rc_["evidence"][0]["line"] == 5
+    assert [g[0] for g in _guesses(out)] == ["DATA097"]
+
+
+def test_an_error_beside_the_dump_still_heads(tmp_path: Path) -> None:
+    rc, out = _logs(tmp_path, PYSPY + "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, "
+                    "unhandled system error, NCCL version 2.14.3\n")
+    assert out["root_cause"]["verdict"] != "stack-dump" and out["root_cause"]["rule"] == "COMM710", out["root_cause"]
+
+
+def test_frames_like_lines_outside_a_dump_are_not_frames(tmp_path: Path) -> None:
+    # a py-spy frame's shape is read only right after a dump's thread header or frame
+    rc, out = _logs(tmp_path, "loading weights\n    wait (torch/utils/foo.py:42)\nValueError: bad shape in layer 3\n")
+    assert out["root_cause"]["verdict"] != "stack-dump"
