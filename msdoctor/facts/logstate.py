@@ -1071,6 +1071,8 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         fm = FRAME_LINE_RE.match(text)
         if fm is not None:  # a traceback frame (`File "…/x.py", line 12, in f`): where the exception was raised
             st.recognised += 1
+            if st.open_dump is not None:  # a traceback's frames after a stack dump: a traceback of its own
+                st.open_frames, st.open_tb_line, st.open_calls, st.open_dump = [], None, [], None
             if st.open_tb_line is None:
                 st.open_tb_line = lineno  # a paste that starts inside the frames
             st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], fm.group(1)]

@@ -74,3 +74,9 @@ def test_frames_like_lines_outside_a_dump_are_not_frames(tmp_path: Path) -> None
     # a py-spy frame's shape is read only right after a dump's thread header or frame
     rc, out = _logs(tmp_path, "loading weights\n    wait (torch/utils/foo.py:42)\nValueError: bad shape in layer 3\n")
     assert out["root_cause"]["verdict"] != "stack-dump"
+
+
+def test_a_tracebacks_frames_after_a_dump_are_not_the_dumps(tmp_path: Path) -> None:
+    rc, out = _logs(tmp_path, PYSPY + '  File "/work/train.py", line 12, in main\n    load_checkpoint(path)\n')
+    rc_ = out["root_cause"]
+    assert rc_["verdict"] == "incomplete-traceback" and rc_["frames"] == ["/work/train.py"], rc_
