@@ -73,14 +73,14 @@ def _live(run_dir) -> list[dict]:
     return [orjson.loads(x) for x in path.read_bytes().splitlines()] if path.exists() else []
 
 
-def _live(rule: str) -> bool:
+def _live_rule(rule: str) -> bool:
     """A live-run rule: three digits, 201–299 (ENV1200 is a signature rule of four digits)."""
     return re.fullmatch(r"[A-Z]+2\d\d", rule) is not None
 
 
 def _run_findings(payload: dict) -> list[tuple[str, int | None, int | None]]:
     """Findings of the live rules (ids 2xx) only."""
-    return sorted((f["rule"], f["rank"], f["step"]) for f in payload["findings"] if _live(f["rule"]))
+    return sorted((f["rule"], f["rank"], f["step"]) for f in payload["findings"] if _live_rule(f["rule"]))
 
 
 def test_hang_named_with_stack_before_the_framework_timeout(run):
@@ -186,7 +186,7 @@ def _host_noise(f: dict) -> bool:
 def test_clean_run_has_no_live_finding(run):
     run_dir, res, _ = run("clean")
     assert res.rc == 0, res.err[-2000:]
-    report = [f for f in _report(run_dir)["findings"] if _live(f["rule"])]
+    report = [f for f in _report(run_dir)["findings"] if _live_rule(f["rule"])]
     noisy = {f["rank"] for f in report if _host_noise(f)}  # the live record of it carries no excess: by its rank
     assert [f for f in report if not _host_noise(f)] == []
     assert [f for f in _live(run_dir) if not (f.get("rule") == "PERF201" and f.get("rank") in noisy)] == []
