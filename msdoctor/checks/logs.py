@@ -691,13 +691,14 @@ def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         cut = facts.derived("logs.fallback.cut_traceback", lambda: _cut_traceback_guess(facts))
         if cut is not None and cut[1] == params["area"]:
             tb, area, said = cut
-            msg = (f"a weak guess, not a diagnosis: the traceback at {tb.get('file')}:{tb.get('line')} ends without "
-                   f"its exception line, inside {area} code: `{said}` (the call it stopped in; the exception "
-                   f"type and message, not pasted, say what failed)")  # fmt: skip
             if tb.get("dump"):
                 msg = (f"a weak guess, not a diagnosis: the stack dump ({tb['dump']}) at {tb.get('file')}:"
                        f"{tb.get('line')} shows a process waiting inside {area} code: `{said}` (where it waits, "
                        f"not why)")  # fmt: skip
+            else:
+                msg = (f"a weak guess, not a diagnosis: the traceback at {tb.get('file')}:{tb.get('line')} ends "
+                       f"without its exception line, inside {area} code: `{said}` (the call it stopped in; the "
+                       f"exception type and message, not pasted, say what failed)")  # fmt: skip
             at = int(tb["line"]) + 1 if tb.get("dump") and tb.get("line") is not None else tb.get("last_frame_line")
             yield Hit(message=msg, evidence=(Evidence(text=said, file=tb.get("file"), line=at),),
                       rank=None, step=None, data={"guess": {"area": area, "probability": None, "words": [said],

@@ -271,6 +271,10 @@ def _area(rule: str | None) -> str:
     return r.area if r is not None else ""
 
 
+# The verdicts that read an error (or a waiting process's dump) but name no cause: never a clean bill of health.
+UNDIAGNOSED = ("unrecognised-error", "incomplete-traceback", "stack-dump")
+
+
 def _headline_finding(rc: Mapping[str, Any], findings: list[Finding]) -> Finding | None:
     """The finding of the rule that heads the verdict ``rc``, or None."""
     return next((f for f in findings if f.rule == rc.get("rule")), None)
@@ -424,7 +428,7 @@ def run(args: argparse.Namespace) -> int:
     first = first_observed_failure(facts)
     if first is not None:  # torchrun's failure summary: the culprit rank and how it ended (a signal)
         rc = with_first_failure(rc, first, KILL_RULE)
-    if rc.get("rule") is None and rc.get("verdict") not in ("unrecognised-error", "incomplete-traceback", "stack-dump"):
+    if rc.get("rule") is None and rc.get("verdict") not in UNDIAGNOSED:
         rc = with_benign(rc, findings)
     if rc.get("rule") and rc.get("message"):
         # a message whose cause the threads often found elsewhere (a kernel code whose op package was older than
@@ -441,7 +445,7 @@ def run(args: argparse.Namespace) -> int:
                                 skipped=scan.skipped, files=facts.get_known("logs.files") or []))  # fmt: skip
     else:
         _render(findings, ev.not_evaluated, rc, rows, scan, args.verbose, cov)
-    if rc.get("verdict") in ("unrecognised-error", "incomplete-traceback", "stack-dump"):
+    if rc.get("verdict") in UNDIAGNOSED:
         # an error was read but no rule names it (or its exception line is missing): not a clean bill of health
         return int(ExitCode.FINDINGS)
     if rc.get("verdict") == "first-error" and _root_warning(rc, findings):
