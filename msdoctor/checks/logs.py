@@ -692,9 +692,9 @@ def wording_guess(facts: Facts, params: Mapping[str, Any]) -> Iterator[Hit]:
         if cut is not None and cut[1] == params["area"]:
             tb, area, said = cut
             if tb.get("dump"):
-                msg = (f"a weak guess, not a diagnosis: the stack dump ({tb['dump']}) at {tb.get('file')}:"
-                       f"{tb.get('line')} shows a process waiting inside {area} code: `{said}` (where it waits, "
-                       f"not why)")  # fmt: skip
+                what = "Ctrl-C's traceback" if tb["dump"] == "Ctrl-C" else f"stack dump ({tb['dump']})"
+                msg = (f"a weak guess, not a diagnosis: the {what} at {tb.get('file')}:{tb.get('line')} shows a "
+                       f"process waiting inside {area} code: `{said}` (where it waits, not why)")  # fmt: skip
             else:
                 msg = (f"a weak guess, not a diagnosis: the traceback at {tb.get('file')}:{tb.get('line')} ends "
                        f"without its exception line, inside {area} code: `{said}` (the call it stopped in; the "
@@ -806,10 +806,16 @@ def incomplete_traceback(tb: Mapping[str, Any]) -> dict[str, Any]:
     where = f"{tb.get('file')}:{tb.get('line')}"
     hint = frames_hint(frames, calls, str(tb.get("code") or ""))
     if tb.get("dump"):  # a stack dump of a waiting process (py-spy, faulthandler) and no error line: a hang report
-        reason = (f"a stack dump ({tb['dump']}) at {where} and no error line: the process was waiting, not failing; "
-                  f"its thread's innermost frame is `{calls[-1] if calls else '?'}` in `{frames[-1] if frames else '?'}`"
-                  f" — where it waits, not why (dump every rank: the one that waits elsewhere, or is missing, is "
-                  f"the one to read)")  # fmt: skip
+        inner = f"`{calls[-1] if calls else '?'}` in `{frames[-1] if frames else '?'}`"
+        if tb["dump"] == "Ctrl-C":  # the traceback of a KeyboardInterrupt: where the process was when stopped
+            reason = (f"a traceback ended by Ctrl-C (a bare `KeyboardInterrupt`) at {where} and no error line: the "
+                      f"process was stopped by hand, not failing; its innermost frame is {inner} — where it was "
+                      f"(waiting, if it seemed stuck), not why (dump every rank with py-spy while it hangs: the one "
+                      f"that waits elsewhere, or is missing, is the one to read)")  # fmt: skip
+        else:
+            reason = (f"a stack dump ({tb['dump']}) at {where} and no error line: the process was waiting, not "
+                      f"failing; its thread's innermost frame is {inner} — where it waits, not why (dump every rank: "
+                      f"the one that waits elsewhere, or is missing, is the one to read)")  # fmt: skip
         if hint is not None:
             reason += f". Those frames are in {hint[0]} code (`{hint[1]}`): a hint where to look, not a cause"
         return {"rank": None, "rule": None, "verdict": "stack-dump", "reason": reason, "frames": frames,

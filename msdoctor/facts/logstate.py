@@ -58,7 +58,7 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"\[(?:error|fatal|FATAL)\]",  # MindIE / ATB levels in lower case
     r"^[EF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"^[EF][0-9]{8} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]",  # glog
     r"\[E[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]", r"\[E [A-Za-z_]",  # c10's `[E614 19:45:30…]`, `[E File.cpp:1]`
-    r"(?:Error|Exception)\r?$", r"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
+    r"(?:Error|Exception)\r?$", r"^KeyboardInterrupt\r?$", r"[a-z]\.[A-Za-z]*(?:Invalid|Failure): ",  # a bare `AssertionError`, pyarrow's
     r"(?:Error|Exception)\([A-Za-z_][A-Za-z0-9_.]{0,80}\):",  # Ray's `RayTaskError(OutOfMemoryError): …`, `…Error(EZ1001):`
     r"[a-z]\.[a-z]*error: ", r"[a-z]\.timeout: ",  # Python's lower-case classes: `socket.gaierror: [Errno -2] …`
     # levels of loggers the prefixes know (logformats.PREFIX_RES): ONNX Runtime's `[E:onnxruntime:…]`, Paddle Lite's
@@ -1080,6 +1080,13 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             st.open_code_at = next_line  # the line under the frame (the call it was making), read if it stays open
             st.last_frame_line = lineno
             return
+    if rec.grammar == "python-exc" and rec.exc_type == "KeyboardInterrupt" and not rec.message.strip() and not classified:
+        # Ctrl-C: a bare `KeyboardInterrupt` ends the traceback Python prints when the user stops a process, most
+        # often one that seemed stuck (nanodet#194, pytorch#19258: a DataLoader's `_try_get_data`): its frames say
+        # where the process was, as a stack dump's do (a hang report, not a fault); alone, the line says nothing
+        if st.open_frames and st.open_tb_line is not None:
+            st.open_dump, st.open_tb_type = "Ctrl-C", None
+        return
     if rec.grammar == "python-exc" and not classified and st.open_frames and len(rec.message.strip()) >= 8:
         # an exception line cut short (`RuntimeError: trying to initial`, the store's excerpt of diffusers#2221)
         # under the frame whose source raises it in full: read the whole message from the raise statement

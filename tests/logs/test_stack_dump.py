@@ -80,3 +80,46 @@ def test_a_tracebacks_frames_after_a_dump_are_not_the_dumps(tmp_path: Path) -> N
     rc, out = _logs(tmp_path, PYSPY + '  File "/work/train.py", line 12, in main\n    load_checkpoint(path)\n')
     rc_ = out["root_cause"]
     assert rc_["verdict"] == "incomplete-traceback" and rc_["frames"] == ["/work/train.py"], rc_
+
+
+# The traceback a Ctrl-C prints (the frames of dusty-nv/jetson-inference#854, a training stuck at the last batch of
+# an epoch: the user pressed Ctrl-C and pasted where it was), ended by Python's bare `KeyboardInterrupt`
+CTRL_C = """^CTraceback (most recent call last):
+  File "train_ssd.py", line 346, in <module>
+    val_loss, val_regression_loss, val_classification_loss = test(val_loader, net, criterion, DEVICE)
+  File "train_ssd.py", line 150, in test
+    for _, data in enumerate(loader):
+  File "/home/hkuit155/.local/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 363, in __next__
+    data = self._next_data()
+  File "/home/hkuit155/.local/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 974, in _next_data
+    idx, data = self._get_data()
+  File "/home/hkuit155/.local/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 941, in _get_data
+    success, data = self._try_get_data()
+  File "/home/hkuit155/.local/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 779, in _try_get_data
+    data = self._data_queue.get(timeout=timeout)
+KeyboardInterrupt
+"""
+
+
+def test_a_ctrl_c_traceback_is_a_hang_report_not_a_cut_traceback(tmp_path: Path) -> None:
+    # before, the bare `KeyboardInterrupt` was not read at all: "ends without its exception line", paste more
+    rc, out = _logs(tmp_path, CTRL_C)
+    rc_ = out["root_cause"]
+    assert rc == 1 and rc_["verdict"] == "stack-dump", rc_
+    assert "Ctrl-C" in rc_["reason"] and "`_try_get_data` in `/home/hkuit155/" in rc_["reason"], rc_["reason"]
+    assert [g[0] for g in _guesses(out)] == ["DATA097"]
+    assert not [f for f in out["findings"] if f["severity"] == "error"]  # the interrupt is no error of its own
+
+
+def test_an_error_before_the_ctrl_c_still_heads(tmp_path: Path) -> None:
+    rc, out = _logs(tmp_path, "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, "
+                    "unhandled system error, NCCL version 2.14.3\n" + CTRL_C)
+    assert out["root_cause"]["rule"] == "COMM710", out["root_cause"]
+
+
+def test_a_keyboard_interrupt_with_a_message_or_alone_is_no_dump(tmp_path: Path) -> None:
+    # vLLM raises `KeyboardInterrupt("MQLLMEngine terminated")` when its engine dies: not a user's Ctrl-C
+    rc, out = _logs(tmp_path, CTRL_C.replace("KeyboardInterrupt\n", "KeyboardInterrupt: MQLLMEngine terminated\n"))
+    assert out["root_cause"]["verdict"] != "stack-dump", out["root_cause"]
+    rc, out = _logs(tmp_path, "epoch 3 step 120 loss 0.52\nKeyboardInterrupt\n")
+    assert out["root_cause"].get("verdict") != "stack-dump" and not out["findings"], out
