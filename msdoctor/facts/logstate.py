@@ -66,6 +66,9 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"\[[EF]:onnxruntime:", r"^\[[EF] [0-9][0-9]?/[0-9][0-9]? ", r"^\[(?:ERROR|CRITICAL)\|", r"\| (?:ERROR|CRITICAL) +\| ",
     r"(?:CRITICAL|FATAL) \[", r" - (?:ERROR|CRITICAL) - ",  # `CRITICAL [logger] `, `… - ERROR - name - `
     r"terminate called after throwing",  # a C++ abort
+    # an exception whose name ends in no Error / Exception (`zipfile.BadZipFile: …`, `concurrent.futures.process.
+    # BrokenProcessPool: …`, `StopIteration`): read as the exception line only right under a traceback's frames
+    r"^[A-Za-z_][A-Za-z0-9_.]*\.[A-Z][A-Za-z0-9_]*(?:: |\r?$)", r"^(?:StopIteration|StopAsyncIteration|GeneratorExit)(?:: |\r?$)",
     # a process killed by a signal, as its shell or faulthandler says it (CRASH_LINE_RE below decides)
     r"(?:^|: +[0-9]{1,10} +|^Fatal Python error: )(?:Segmentation fault|Aborted|Bus error|Illegal instruction|"
     r"Floating point exception|Killed)(?: +\(core dumped\))?(?: |\r?$)",
@@ -634,6 +637,14 @@ IPYTHON_ARROW_RE = re.compile(r"^-{1,4}> ?\d{1,7} (?P<code>\S.{0,300})$")
 # … and the types whose name in IPython's header says no more than the frames (read_open_raise)
 GENERIC_EXCEPTIONS = frozenset({"Exception", "Error", "RuntimeError", "ValueError", "TypeError", "OSError", "IOError",
                                 "AssertionError", "AttributeError", "IndexError", "NotImplementedError", "SystemExit"})
+# The exception line under a traceback's frames when its name ends in no Error / Exception / Interrupt / Exit (which
+# logformats.PY_EXC_RE reads anywhere): Python prints `module.Name: message` (`zipfile.BadZipFile: File is not a zip
+# file`, `concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly …`,
+# `filelock._error.Timeout: The file lock … could not be acquired.`) or a builtin's bare name (`StopIteration`). Read
+# only within three lines of the last frame (its source line and 3.11's `^^^^` markers between): elsewhere such a
+# line is a logger's name or prose.
+OTHER_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*|StopIteration|StopAsyncIteration|GeneratorExit)"
+                          r"(?:: (?P<msg>.*)|\s*)$")
 TRACEBACK_BYTES = b"Traceback (most recent call last)"
 MAX_FRAMES = 4
 
@@ -953,6 +964,10 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             _progress(st, fast[0], lineno, text, None, None, m.groupdict(), ts_lookup)
             return
     rec = parse_line(text)
+    if rec.grammar == "plain" and st.open_frames and st.open_tb_line is not None and 0 < lineno - st.last_frame_line <= 3:
+        om = OTHER_EXC_RE.match(text)
+        if om is not None:  # the traceback's exception line, whatever the shape of its name (OTHER_EXC_RE)
+            rec = LogRecord("python-exc", om["msg"] or "", "ERROR", exc_type=om["type"])
     ts, ts_text = rec.time, rec.ts_text
     if rec.pid is not None:
         st.pids[rec.pid] = st.pids.get(rec.pid, 0) + 1
