@@ -58,8 +58,11 @@ PY_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrup
                        r"(?:: ?(?P<msg>.*)|\s*)$")
 # ... and IPython's / Jupyter's header, which names the exception first (`ModuleNotFoundError      Traceback (most
 # recent call last)`): a notebook paste cut before its exception line still says what was raised (rfdiffusion#209)
+# ... and rich's box around its frames (`╭──── Traceback (most recent call last) ────╮`; `┌─…─┐` in older rich or a
+# console without rounded corners), whose frame lines are `│ /x/train.py:746 in <module>   │` (RICH_FRAME_RE)
 TRACEBACK_RE = re.compile(r"^(?:Traceback \(most recent call last\):|(?P<ipy>[A-Za-z_][\w.]{0,80}(?:Error|Exception|"
-                          r"Interrupt|Exit))\s{2,}Traceback \(most recent call last\)\s*$)")
+                          r"Interrupt|Exit))\s{2,}Traceback \(most recent call last\)\s*$|"
+                          r"[╭┌]─{2,} Traceback \(most recent call last\) ─{2,}[╮┐]\s*$)")
 # The error event a header names when the paste ends before the exception line: the type, this note, then the innermost
 # frame's source line. The note is msdoctor's, not the log's: the fallbacks read the type and the code only.
 IPYTHON_HEADER_NOTE = ", named by IPython's traceback header (the paste ends before its message)"

@@ -74,6 +74,7 @@ GENERIC_MARKER_PATTERNS: tuple[str, ...] = (
     r"Floating point exception|Killed)(?: +\(core dumped\))?(?: |\r?$)",
     r"^!!! Exception during processing !!!",  # ComfyUI's report of a failed node (logformats.PREFIX_RES)
     r'File "[^"\n]{1,300}", line [0-9]',  # a traceback frame: a paste cut before its exception line is still read
+    r"\.pyx?:[0-9]{1,7} in( |\r?$)",  # rich's frame in its box (`│ /x/train.py:746 in <module>  │`, RICH_FRAME_RE)
     # IPython's frames and the arrow at the line that raised (IPYTHON_FRAME_RE below): Colab's `[/x/util.py](https://…)
     # in <module>`, IPython 7's `/x/util.py in f(a)`, IPython 8's `File ~/x/util.py:7, in f()` and `Cell In[3], line 7`,
     # `<ipython-input-3-…> in <module>`, `----> 7 import dgl`
@@ -633,6 +634,9 @@ IPYTHON_FRAME_RE = re.compile(r"^(?:\[?(?P<path>[^\s\[\]()]{1,300}\.py)\]?(?:\([
                               r"(?P<func>\S.{0,200})|File (?P<path8>\S{1,300}\.py):\d{1,7}, in (?P<func8>\S.{0,200})|"
                               r"(?P<cell>Cell In\[\d{1,6}\], line \d{1,7}|<(?:ipython-input-[^>\s]{1,60}|timed exec|string)> "
                               r"in \S.{0,200}))$")
+# rich's frame line inside its traceback box (read only inside a traceback a header opened): the file, its line and
+# the function (`│ E:\\kohya_ss\\sdxl_train.py:746 in <module>   │`; a long path pushes the function to the next box line)
+RICH_FRAME_RE = re.compile(r"^│ (?P<path>[^│\s][^│]{0,300}?\.pyx?):\d{1,7} in(?: (?P<func>[^│\s]{1,200}))?\s*│\s*$")
 IPYTHON_ARROW_RE = re.compile(r"^-{1,4}> ?\d{1,7} (?P<code>\S.{0,300})$")
 # … and the types whose name in IPython's header says no more than the frames (read_open_raise)
 GENERIC_EXCEPTIONS = frozenset({"Exception", "Error", "RuntimeError", "ValueError", "TypeError", "OSError", "IOError",
@@ -1064,6 +1068,15 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
         st.open_frames, st.open_tb_line, st.open_calls, st.open_code_at = [], lineno, [], None
         st.open_tb_type, st.open_dump = rec.exc_type, None
         return
+    if rec.grammar == "plain" and st.open_tb_line is not None and text.startswith("│"):
+        rm = RICH_FRAME_RE.match(text)
+        if rm is not None:  # rich's frame in its box: the file and the function
+            st.recognised += 1
+            st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], rm["path"]]
+            st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (rm["func"] or "").strip()[:80]]
+            st.open_code_at = None
+            st.last_frame_line = lineno
+            return
     if rec.grammar == "plain" and st.open_tb_type is not None and st.open_tb_line is not None:
         im = IPYTHON_FRAME_RE.match(text)
         if im is not None:  # IPython's frame: the file (or the cell) and the function
