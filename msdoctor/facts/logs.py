@@ -424,8 +424,12 @@ def facts_from_scans(scans: list[dict[str, Any]], skipped: Iterable[dict[str, An
     world = _world_size(scans)
     if world is not None:
         facts.set("logs.world_size", world, SOURCE)
-        # a console's paste shows the ranks that wrote to it: the others are not known to be missing
-        facts.set("logs.missing_ranks", [] if split else [r for r in range(world) if r not in by_rank], SOURCE)
+        # a console's paste shows the ranks that wrote to it: the others are not known to be missing; nor are they
+        # where no file is a rank's log and no launcher's log lists its workers (a pasted excerpt whose world size is
+        # a quoted command's `--worker_num=4`, Paddle's parameter-server launch in paddle#52394: "4 of 4 ranks have
+        # no log" headed the missing environment variable the paste was about)
+        excerpt = not by_rank and not any(s.get("msrun_workers") or s.get("scheduler_nodes") for s in scans)
+        facts.set("logs.missing_ranks", [] if split or excerpt else [r for r in range(world) if r not in by_rank], SOURCE)
     else:
         facts.unknown("logs.world_size", "no log states the world size (RANK_SIZE, scheduler's expected node number)", SOURCE)
         facts.unknown("logs.missing_ranks", "world size unknown", SOURCE)

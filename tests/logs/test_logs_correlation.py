@@ -143,3 +143,16 @@ def test_glog_plog_and_device_trees_map_to_ranks(tmp_path):
     assert ranks[os.path.relpath(plog, tmp_path)] == (5, "content:HCCL [rank] block")
     assert ranks[os.path.relpath(dev, tmp_path)] == (6, "path:device-N")
     assert set(facts["logs.ranks"]) == {"3", "5", "6"}
+
+
+def test_a_quoted_commands_worker_count_names_no_missing_rank(tmp_path):
+    # paddle#52394 (round 78 b): a paste quoting `paddle.distributed.launch --server_num=2 --worker_num=4`; no file
+    # is a rank's log and no launcher lists its workers, so no rank is known to be missing (before: "4 of 4 ranks
+    # have no log" headed the paste, over the missing PADDLE_CURRENT_ENDPOINT it was about)
+    (tmp_path / "paste.log").write_text(
+        "使用python37 -m paddle.distributed.launch --server_num=2 --worker_num=4 trainer_offline_debug.py 报错"
+        "ValueError: paddle.distributed initialize error, environment variable PADDLE_CURRENT_ENDPOINT is needed, "
+        "but not set.\n", encoding="utf-8")
+    facts, _, ev = _evaluate(str(tmp_path))
+    assert facts["logs.world_size"] == 4 and facts["logs.missing_ranks"] == []
+    assert not [f for f in ev.findings if f.rule == "COMM503"]
