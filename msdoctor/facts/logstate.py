@@ -649,6 +649,11 @@ GENERIC_EXCEPTIONS = frozenset({"Exception", "Error", "RuntimeError", "ValueErro
 # line is a logger's name or prose.
 OTHER_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*|StopIteration|StopAsyncIteration|GeneratorExit)"
                           r"(?:: (?P<msg>.*)|\s*)$")
+# NCCL's own INFO level (`host:pid:tid [dev] NCCL INFO …`): NCCL reports its errors as `NCCL WARN`; an INFO line with
+# an error word (the optional net plug-in's probe `Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open
+# shared object file`, `NET/IB : No device found.`) is no error of a plain paste (round 78 e, wenet#2511: ENV099 headed
+# the probe). A rule that knows such a line still reads it.
+NCCL_INFO = "] NCCL INFO "
 TRACEBACK_BYTES = b"Traceback (most recent call last)"
 MAX_FRAMES = 4
 
@@ -806,6 +811,7 @@ def _handle(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_lookup: T
             if (spec.paste and not level_error and pre.level is None
                     and (PASTE_ERROR_RE.search(pre.text) or ISSUE_TITLE_RE.match(piece))
                     and not RAISE_OPEN_RE.search(pre.text)
+                    and NCCL_INFO not in pre.text
                     and not _command_without_error(pre.text)
                     and not (spec.mixed and (LEVEL_WORD_RE.search(pre.text, 0, LEVEL_WORD_SPAN)
                                              or PY_WARNING_RE.search(pre.text)
