@@ -618,6 +618,10 @@ TsLookup = Callable[[], tuple[float | None, str | None]]
 
 FramesLookup = Callable[[], list[str]]
 FRAME_RE = re.compile(rb'File "([^"\n]{1,300})", line \d+')
+# ... and a title (an issue's one line) that joined a frame, its source line and the exception line: `File "…/
+# distributed.py", line 578, in __init__ dist._verify_model_across_ranks(self.process_group, parameters) RuntimeError:
+# NCCL error` (round 78 f, cmgan#40): the exception is read after the frame, at the same line
+JOINED_EXC_RE = re.compile(r"\s(?P<exc>[A-Za-z_][\w.]{0,80}(?:Error|Exception): \S.*)$")
 FRAME_LINE_RE = re.compile(r'^File "([^"\n]{1,300})", line \d+(?:, in (\S.{0,200}))?$')
 # A stack dump of a process that is waiting (a hang report, round 77 d): py-spy's `Thread 46930 (idle): "MainThread"`
 # (`Thread 0x7F… (active+gil): "MainThread"` with --native) then its frames innermost first, `    wait
@@ -1113,6 +1117,10 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
             st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (fm.group(2) or "").strip()[:80]]
             st.open_code_at = next_line  # the line under the frame (the call it was making), read if it stays open
             st.last_frame_line = lineno
+            jm = JOINED_EXC_RE.search(fm.group(2) or "")
+            if jm is not None and not classified:  # a title that joined frame, source and exception line in one
+                _handle_line(st, spec, jm.group("exc"), lineno, ts_lookup, banner_lookup, next_is_rule, prank,
+                             None, level_error, frames_lookup, prefix_level, None)
             return
     if rec.grammar == "python-exc" and rec.exc_type == "KeyboardInterrupt" and not rec.message.strip() and not classified:
         # Ctrl-C: a bare `KeyboardInterrupt` ends the traceback Python prints when the user stops a process, most

@@ -50,3 +50,11 @@ def test_the_shape_away_from_frames_is_no_error(tmp_path: Path) -> None:
                    "2024-05-01 10:00:05,123 - INFO - step 20 loss 0.29\n")
     res = run_cli("logs", "--json", str(log))
     assert res.rc == 0 and not json.loads(res.out)["findings"], res.out
+
+
+def test_a_title_that_joined_frame_and_exception_reads_the_exception(tmp_path: Path) -> None:
+    # an issue title (CMGAN#40, round 78 f) holds the frame, its source line and the exception line in one line:
+    # before, it read as a traceback cut before its exception line
+    title = next((Path(__file__).resolve().parent.parent / "realworld" / "holdout").glob("cmgan-40-*")) / "title.log"
+    rc = _root(tmp_path, title.read_text(encoding="utf-8"))
+    assert rc.get("verdict") != "incomplete-traceback" and rc.get("rule") == "COMM099", rc
