@@ -418,8 +418,12 @@ def run(args: argparse.Namespace) -> int:
         # the only error is a traceback cut before its exception line (beside it at most a warning or a
         # consequence, which the missing exception may explain): say so rather than name what is not the error
         tb = open_traceback(facts)
-        if tb is not None:
-            beside = rc if rc.get("rule") and rc.get("message") else None
+        beside = rc if rc.get("rule") and rc.get("message") else None
+        head = _headline_finding(rc, findings) if beside is not None else None
+        if tb is not None and tb.get("dump") and head is not None and head.severity is Severity.ERROR:
+            pass  # a dump (or a Ctrl-C) waits for no exception: the error rule that read its waiting frame heads
+            # (DATA202, a DataLoader's wait); a warning beside it does not
+        elif tb is not None:
             rc = incomplete_traceback(tb)
             if beside is not None:  # the error that was read is still said: a consequence, not the cause
                 rc["reason"] += (f". Beside it, {beside['rule']} (a consequence or a warning, not the cause the "

@@ -29,8 +29,8 @@ Thread 0x00007f2c1bfff700 (most recent call first):
   File "/usr/lib/python3.10/threading.py", line 324 in wait
   File "/usr/lib/python3.10/threading.py", line 607 in wait
 Thread 0x00007f2c3d4f1740 (most recent call first):
-  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1133 in _try_get_data
-  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1294 in _get_data
+  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 3696 in barrier
+  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/c10d_logger.py", line 79 in wrapper
   File "/work/train.py", line 55 in train
   File "/work/train.py", line 99 in <module>
 """
@@ -60,8 +60,16 @@ def test_a_faulthandler_timeout_dump_keeps_the_last_thread_and_is_no_error(tmp_p
     rc, out = _logs(tmp_path, FAULTHANDLER)
     rc_ = out["root_cause"]
     assert rc == 1 and rc_["verdict"] == "stack-dump", rc_  # `Timeout (0:30:00)!` is the dump's header, not an error
-    assert "`_try_get_data`" in rc_["reason"] and rc_["evidence"][0]["line"] == 5
-    assert [g[0] for g in _guesses(out)] == ["DATA097"]
+    assert "`barrier`" in rc_["reason"] and rc_["evidence"][0]["line"] == 5
+    assert [g[0] for g in _guesses(out)] == ["COMM097"]
+
+
+def test_a_dump_stopped_in_the_dataloaders_wait_is_data202s(tmp_path: Path) -> None:
+    # a rule that reads the waiting frame names more than the verdict "stack-dump" (round 78 a: DATA202)
+    rc, out = _logs(tmp_path, FAULTHANDLER.replace(
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 3696 in barrier\n',
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1133 in _try_get_data\n'))
+    assert rc == 1 and out["root_cause"]["rule"] == "DATA202", out["root_cause"]
 
 
 def test_an_error_beside_the_dump_still_heads(tmp_path: Path) -> None:
@@ -101,14 +109,33 @@ KeyboardInterrupt
 """
 
 
+# a worker's traceback at Ctrl-C (chainer/chainercv#391: a multiprocess iterator's worker waiting on its queue lock)
+CTRL_C_WORKER = """Traceback (most recent call last):
+  File "/opt/conda/lib/python3.6/multiprocessing/process.py", line 249, in _bootstrap
+    self.run()
+  File "/opt/conda/lib/python3.6/multiprocessing/process.py", line 93, in run
+    self._target(*self._args, **self._kwargs)
+  File "/opt/conda/lib/python3.6/site-packages/chainer/iterators/multiprocess_iterator.py", line 386, in _worker
+    cnt, mem_index, index = in_queue.get()
+  File "/opt/conda/lib/python3.6/multiprocessing/synchronize.py", line 96, in __enter__
+    return self._semlock.__enter__()
+KeyboardInterrupt
+"""
+
+
 def test_a_ctrl_c_traceback_is_a_hang_report_not_a_cut_traceback(tmp_path: Path) -> None:
     # before, the bare `KeyboardInterrupt` was not read at all: "ends without its exception line", paste more
-    rc, out = _logs(tmp_path, CTRL_C)
+    rc, out = _logs(tmp_path, CTRL_C_WORKER)
     rc_ = out["root_cause"]
     assert rc == 1 and rc_["verdict"] == "stack-dump", rc_
-    assert "Ctrl-C" in rc_["reason"] and "`_try_get_data` in `/home/hkuit155/" in rc_["reason"], rc_["reason"]
-    assert [g[0] for g in _guesses(out)] == ["DATA097"]
+    assert "Ctrl-C" in rc_["reason"] and "`__enter__` in `/opt/conda/lib/python3.6/multiprocessing/synchronize.py`" \
+        in rc_["reason"], rc_["reason"]
     assert not [f for f in out["findings"] if f["severity"] == "error"]  # the interrupt is no error of its own
+
+
+def test_a_ctrl_c_in_the_dataloaders_wait_is_data202s(tmp_path: Path) -> None:
+    rc, out = _logs(tmp_path, CTRL_C)
+    assert rc == 1 and out["root_cause"]["rule"] == "DATA202", out["root_cause"]
 
 
 def test_an_error_before_the_ctrl_c_still_heads(tmp_path: Path) -> None:
