@@ -1081,21 +1081,12 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if rec.grammar == "plain" and st.open_tb_line is not None and text.startswith("│"):
         rm = RICH_FRAME_RE.match(text)
         if rm is not None:  # rich's frame in its box: the file and the function
-            st.recognised += 1
-            st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], rm["path"]]
-            st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (rm["func"] or "").strip()[:80]]
-            st.open_code_at = None
-            st.last_frame_line = lineno
+            _add_frame(st, rm["path"], rm["func"], lineno, None)
             return
     if rec.grammar == "plain" and st.open_tb_type is not None and st.open_tb_line is not None:
         im = IPYTHON_FRAME_RE.match(text)
         if im is not None:  # IPython's frame: the file (or the cell) and the function
-            st.recognised += 1
-            path = im["path"] or im["path8"] or im["cell"]
-            st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], path]
-            st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (im["func"] or im["func8"] or "").strip()[:80]]
-            st.open_code_at = None
-            st.last_frame_line = lineno
+            _add_frame(st, im["path"] or im["path8"] or im["cell"], im["func"] or im["func8"], lineno, None)
             return
         am = IPYTHON_ARROW_RE.match(text)
         if am is not None:  # `----> 7 import dgl`: the line of the frame above that raised
@@ -1108,15 +1099,12 @@ def _handle_line(st: _FileState, spec: ScanSpec, text: str, lineno: int, ts_look
     if rec.grammar == "plain":
         fm = FRAME_LINE_RE.match(text)
         if fm is not None:  # a traceback frame (`File "…/x.py", line 12, in f`): where the exception was raised
-            st.recognised += 1
             if st.open_dump is not None:  # a traceback's frames after a stack dump: a traceback of its own
                 st.open_frames, st.open_tb_line, st.open_calls, st.open_dump = [], None, [], None
             if st.open_tb_line is None:
                 st.open_tb_line = lineno  # a paste that starts inside the frames
-            st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], fm.group(1)]
-            st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (fm.group(2) or "").strip()[:80]]
-            st.open_code_at = next_line  # the line under the frame (the call it was making), read if it stays open
-            st.last_frame_line = lineno
+            # the line under the frame (the call it was making) is read if the traceback stays open
+            _add_frame(st, fm.group(1), fm.group(2), lineno, next_line)
             jm = JOINED_EXC_RE.search(fm.group(2) or "")
             if jm is not None and not classified:  # a title that joined frame, source and exception line in one
                 _handle_line(st, spec, jm.group("exc"), lineno, ts_lookup, banner_lookup, next_is_rule, prank,
@@ -1308,6 +1296,16 @@ def _source_under(next_line: Callable[[], str] | None) -> str:
     if not nxt or FRAME_LINE_RE.match(nxt) or nxt.startswith(("Traceback", "^", "~")):
         return ""
     return nxt[:200]
+
+
+def _add_frame(st: _FileState, path: str, func: str | None, lineno: int, code_at: Callable[[], str] | None) -> None:
+    """A frame of the open traceback (Python's, IPython's, rich's): its path and function, innermost last, the
+    last MAX_FRAMES kept; ``code_at`` reads the source line under it (None where the frame line carries none)."""
+    st.recognised += 1
+    st.open_frames = [*st.open_frames[-(MAX_FRAMES - 1):], path]
+    st.open_calls = [*st.open_calls[-(MAX_FRAMES - 1):], (func or "").strip()[:80]]
+    st.open_code_at = code_at
+    st.last_frame_line = lineno
 
 
 def _read_dump(st: _FileState, text: str, lineno: int) -> bool:
